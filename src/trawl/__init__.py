@@ -1,0 +1,51 @@
+"""trawl: a durable orchestrator for crawl, scrape and archive work.
+
+The public API is what this module exports; everything else is private.
+"""
+
+from trawl.model.durations import Duration
+from trawl.model.errors import (
+    AliasError,
+    AppLoadError,
+    DatabaseUnavailable,
+    InvalidData,
+    InvalidDuration,
+    InvalidInput,
+    InvalidItemId,
+    ItemExists,
+    ItemNotFound,
+    SchemaOutdated,
+    TrawlError,
+    UnknownTask,
+)
+from trawl.model.ids import MAX_ID_LENGTH
+from trawl.model.records import ItemView, JobView
+from trawl.model.states import JobStatus
+from trawl.runtime.app import App, TaskDef
+from trawl.runtime.context import Context
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "MAX_ID_LENGTH",
+    "AliasError",
+    "App",
+    "AppLoadError",
+    "Context",
+    "DatabaseUnavailable",
+    "Duration",
+    "InvalidData",
+    "InvalidDuration",
+    "InvalidInput",
+    "InvalidItemId",
+    "ItemExists",
+    "ItemNotFound",
+    "ItemView",
+    "JobStatus",
+    "JobView",
+    "SchemaOutdated",
+    "TaskDef",
+    "TrawlError",
+    "UnknownTask",
+    "__version__",
+]

@@ -1,0 +1,1 @@
+"""The rules: what is due, what a transition does, how buffered effects apply. No SQL text."""

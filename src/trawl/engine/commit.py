@@ -1,0 +1,132 @@
+"""The commit: every finished attempt of a batch, fenced, with its effects, in one transaction.
+
+Attempts without effects go through one set-based statement. An attempt with effects gets a
+savepoint: its transition and effects apply together or, if an effect fails, not at all and
+the attempt is recorded as failed instead. Stale attempts (lease lost) change nothing.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from trawl.engine.effects import EffectApplier
+from trawl.model.records import AttemptResult, CommitReport, FailureInfo
+from trawl.model.states import Journal, Outcome
+from trawl.store.store import Store
+
+_STATUS = {Outcome.SUCCESS: "done", Outcome.FAILURE: "failed", Outcome.RELEASED: "queued"}
+_KIND = {
+    Outcome.SUCCESS: Journal.JOB_DONE,
+    Outcome.FAILURE: Journal.JOB_FAILED,
+    Outcome.RELEASED: Journal.JOB_RELEASED,
+}
+
+
+def commit(store: Store, results: Sequence[AttemptResult]) -> CommitReport:
+    """Commit a batch of attempts; the report says which were stale."""
+    report = CommitReport()
+    with store.db.write():
+        now = store.clock()
+        plain = [r for r in results if not _has_effects(r)]
+        held = store.apply_outcomes([_row(r, now) for r in plain], now)
+        done = [r for r in plain if r.job_id in held]
+        for result in results:
+            if _has_effects(result):
+                applied = _commit_with_effects(store, result, now, report)
+                if applied is not None:
+                    done.append(applied)
+        stale = [r for r in results if r.job_id not in {d.job_id for d in done}]
+        _record(store, done, stale, now)
+        if any(r.outcome is Outcome.RELEASED for r in done):
+            store.notify()
+    report.committed.extend(r.job_id for r in done)
+    report.stale.extend(r.job_id for r in stale)
+    return report
+
+
+def _has_effects(result: AttemptResult) -> bool:
+    if not result.effects:
+        return False
+    return result.outcome is Outcome.SUCCESS or (
+        result.outcome is Outcome.FAILURE and result.apply_on_failure
+    )
+
+
+def _commit_with_effects(
+    store: Store, result: AttemptResult, now: float, report: CommitReport
+) -> AttemptResult | None:
+    try:
+        with store.db.savepoint():
+            if not store.apply_outcomes([_row(result, now)], now):
+                return None
+            EffectApplier(store, now=now, task=result.task).apply_all(result.effects)
+            return result
+    except Exception as error:
+        # The effects were rolled back with the transition: record the attempt as failed.
+        failed = as_failure(result, error)
+        report.effect_failures[result.job_id] = failed.failure.message if failed.failure else ""
+        return failed if store.apply_outcomes([_row(failed, now)], now) else None
+
+
+def as_failure(result: AttemptResult, error: BaseException) -> AttemptResult:
+    """The same attempt, recorded as failed by *error*, with nothing to apply."""
+    info = FailureInfo(
+        error_type=type(error).__name__,
+        message=str(error) or type(error).__name__,
+        traceback="".join(traceback.format_exception(error)),
+    )
+    return replace(
+        result,
+        outcome=Outcome.FAILURE,
+        result=None,
+        effects=(),
+        failure=info,
+        apply_on_failure=False,
+    )
+
+
+def _row(r: AttemptResult, now: float) -> tuple[Any, ...]:
+    keep = r.outcome is Outcome.SUCCESS or (r.outcome is Outcome.FAILURE and r.apply_on_failure)
+    retry_at = None if r.retry_delay is None else now + r.retry_delay
+    return (
+        r.job_id,
+        r.attempt,
+        _STATUS[r.outcome],
+        r.result if keep else None,
+        keep,
+        r.version,
+        r.ttl,
+        retry_at,
+    )
+
+
+def _record(
+    store: Store, done: Sequence[AttemptResult], stale: Sequence[AttemptResult], now: float
+) -> None:
+    journal = [_journal(r, _KIND[r.outcome], now) for r in done]
+    journal += [_journal(r, Journal.JOB_STALE, now) for r in stale]
+    store.journal_many(journal)
+    store.record_failures(
+        [
+            {
+                "job_id": r.job_id,
+                "item_id": r.item_id,
+                "task": r.task,
+                "attempt": r.attempt,
+                "error_type": r.failure.error_type,
+                "message": r.failure.message,
+                "traceback": r.failure.traceback,
+                "occurred_at": now,
+            }
+            for r in done
+            if r.outcome is Outcome.FAILURE and r.failure is not None
+        ]
+    )
+
+
+def _journal(r: AttemptResult, kind: Journal, now: float) -> dict[str, Any]:
+    detail = f'{{"attempt":{int(r.attempt)}}}'
+    return {"at": now, "kind": kind.value, "item_id": r.item_id, "task": r.task, "detail": detail}

@@ -1,0 +1,1 @@
+"""Plain typed records and states: no I/O."""

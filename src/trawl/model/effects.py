@@ -1,0 +1,122 @@
+"""What a task asks of its context, buffered until the commit applies it atomically."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+JSONObject = dict[str, Any]
+Merger = Callable[[JSONObject, JSONObject], JSONObject]
+Updater = Callable[[JSONObject], JSONObject]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TagSpec:
+    """A tag to add: a name and an optional value."""
+
+    name: str
+    value: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CreateItem:
+    id: str
+    tags: tuple[TagSpec, ...] = ()
+    data: JSONObject = field(default_factory=dict)
+    fail_if_exists: bool = False
+    created_by: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RenameItem:
+    to: str
+    from_: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MergeItem:
+    into: str
+    from_: str
+    merge: Merger
+    merge_metadata: Mapping[str, Merger] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DeleteItem:
+    id: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CreateAlias:
+    alias: str
+    to: str
+    fail_if_exists: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DeleteAlias:
+    alias: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UpdateData:
+    id: str
+    fn: Updater
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UpdateMetadata:
+    id: str
+    task: str
+    fn: Updater
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Expire:
+    id: str
+    task: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SetTTL:
+    id: str
+    task: str
+    ttl: float | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AddTags:
+    id: str
+    tags: tuple[TagSpec, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RemoveTags:
+    id: str
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Log:
+    id: str
+    task: str
+    category: str
+    message: str
+
+
+Effect = (
+    CreateItem
+    | RenameItem
+    | MergeItem
+    | DeleteItem
+    | CreateAlias
+    | DeleteAlias
+    | UpdateData
+    | UpdateMetadata
+    | Expire
+    | SetTTL
+    | AddTags
+    | RemoveTags
+    | Log
+)

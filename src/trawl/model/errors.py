@@ -1,0 +1,51 @@
+"""The errors trawl raises, each naming what was wrong."""
+
+from __future__ import annotations
+
+
+class TrawlError(Exception):
+    """Base class for every error trawl raises on purpose."""
+
+
+class InvalidInput(TrawlError, ValueError):
+    """Input from a user or a task was rejected before anything was written."""
+
+
+class InvalidItemId(InvalidInput):
+    """An item id is empty, too long or contains control characters."""
+
+
+class InvalidData(InvalidInput):
+    """Item data or a result is not what it must be (a JSON object, serialisable)."""
+
+
+class InvalidDuration(InvalidInput):
+    """A duration string such as ``7d`` could not be parsed."""
+
+
+class UnknownTask(TrawlError, LookupError):
+    """A task name that no registered task has."""
+
+
+class ItemNotFound(TrawlError, LookupError):
+    """No item (or alias) has this id."""
+
+
+class ItemExists(TrawlError):
+    """An item or alias with this id exists and the caller asked to fail on that."""
+
+
+class AliasError(TrawlError):
+    """An alias operation that would break the single-level alias rule."""
+
+
+class DatabaseUnavailable(TrawlError, ConnectionError):
+    """The database cannot be reached or refused the connection."""
+
+
+class SchemaOutdated(TrawlError):
+    """The database schema is older than this version of trawl expects."""
+
+
+class AppLoadError(TrawlError):
+    """``module:attr`` or ``path.py:attr`` did not name a trawl App."""

@@ -1,0 +1,42 @@
+"""Item ids: what is allowed, checked before anything is written."""
+
+from __future__ import annotations
+
+import re
+
+from trawl.model.errors import InvalidItemId
+
+#: Longest item id or alias accepted, in characters. Long enough for real URLs
+#: (browsers cap near 2k-8k; crawlers see few past 2,000) while keeping index keys small.
+MAX_ID_LENGTH = 2048
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def check_id(value: object, what: str = "item id") -> str:
+    """Return *value* if it is a valid id, else raise InvalidItemId naming the problem."""
+    if not isinstance(value, str):
+        raise InvalidItemId(f"{what} must be a string, got {type(value).__name__}")
+    if not value:
+        raise InvalidItemId(f"{what} is empty")
+    if len(value) > MAX_ID_LENGTH:
+        raise InvalidItemId(
+            f"{what} is {len(value)} characters long; the maximum is {MAX_ID_LENGTH}: "
+            f"{value[:60]!r}..."
+        )
+    bad = _CONTROL.search(value)
+    if bad:
+        raise InvalidItemId(
+            f"{what} {value[:80]!r} contains control character {bad.group()!r} "
+            f"at position {bad.start()}"
+        )
+    return value
+
+
+def check_tag(name: object) -> str:
+    """Return *name* if it is a valid tag name."""
+    if not isinstance(name, str) or not name:
+        raise InvalidItemId(f"tag name must be a non-empty string, got {name!r}")
+    if len(name) > 200 or _CONTROL.search(name):
+        raise InvalidItemId(f"tag name {name[:80]!r} is too long or has control characters")
+    return name

@@ -1,0 +1,155 @@
+"""Typed records that cross layers: claimed jobs, outcomes, items, status rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trawl.model.effects import Effect, JSONObject
+from trawl.model.states import JobStatus, Outcome
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TaskInfo:
+    """What the database knows of a task: enough to run commands without the app's code."""
+
+    name: str
+    version: str
+    tags: tuple[str, ...]
+    ttl: float | None
+    timeout: float
+    retries: int
+    niceness: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClaimedJob:
+    """One job handed to a worker, with the item as it was at claim time."""
+
+    job_id: int
+    item_id: str
+    task: str
+    attempt: int
+    data: JSONObject
+    tags: dict[str, str | None]
+    fail_count: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FailureInfo:
+    """Why an attempt failed."""
+
+    error_type: str
+    message: str
+    traceback: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AttemptResult:
+    """How one attempt ended, with everything it asked for, ready to be committed."""
+
+    job_id: int
+    item_id: str
+    task: str
+    attempt: int
+    outcome: Outcome
+    version: str
+    ttl: float | None
+    result: str | None = None  # the task's metadata, already JSON-encoded
+    effects: tuple[Effect, ...] = ()
+    failure: FailureInfo | None = None
+    retry_delay: float | None = None  # None: retries exhausted
+    apply_on_failure: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommitReport:
+    """What a batch commit did: which attempts were stale and which turned into failures."""
+
+    committed: list[int] = field(default_factory=list)
+    stale: list[int] = field(default_factory=list)
+    effect_failures: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobView:
+    """A job as ``trawl show`` presents it."""
+
+    task: str
+    status: JobStatus
+    due_at: float | None
+    attempt: int
+    owner: str | None
+    niceness: int
+    result: Any
+    result_version: str | None
+    result_at: float | None
+    expires_at: float | None
+    ttl: float | None
+    succeeded: bool | None
+    ever_run: bool
+    selected: bool
+    fail_count: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ItemView:
+    """An item with everything attached to it, as lookups through an alias return it."""
+
+    id: str
+    data: JSONObject
+    tags: dict[str, str | None]
+    aliases: tuple[str, ...]
+    created_by: str | None
+    created_at: float
+    updated_at: float
+    jobs: tuple[JobView, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewItem:
+    """An item to add from the CLI or the API."""
+
+    id: str
+    tags: tuple[tuple[str, str | None], ...] = ()
+    data: JSONObject = field(default_factory=dict)
+    niceness: int | None = None  # None: each task's own niceness
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TaskCounts:
+    """One line of ``trawl status``."""
+
+    task: str
+    version: str | None
+    queued: int = 0
+    running: int = 0
+    done: int = 0
+    failed: int = 0
+    due_now: int = 0
+    unhandled_failures: int = 0
+    registered: bool = True
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FailureRecord:
+    id: int
+    job_id: int
+    item_id: str
+    task: str
+    attempt: int
+    error_type: str
+    message: str
+    traceback: str
+    occurred_at: float
+    handled: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JournalEntry:
+    seq: int
+    at: float
+    kind: str
+    item_id: str | None
+    task: str | None
+    detail: Any

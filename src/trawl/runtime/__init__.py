@@ -1,0 +1,1 @@
+"""Running tasks: the app and its task declarations, the context, workers."""

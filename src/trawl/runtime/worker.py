@@ -1,0 +1,414 @@
+"""A worker process: claims due jobs in batches, runs them in N async slots, commits in
+batches, keeps its leases alive, and stops cleanly on SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import socket
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from trawl.engine import backoff
+from trawl.engine.commit import commit
+from trawl.model.errors import DatabaseUnavailable, InvalidData
+from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, FailureInfo
+from trawl.model.states import Outcome
+from trawl.runtime.app import App, TaskDef
+from trawl.runtime.context import Context
+from trawl.runtime.dbthread import StoreThread
+from trawl.runtime.stats import WorkerStats
+from trawl.store import codec, migrate
+from trawl.store.notify import Listener
+from trawl.store.store import Store
+
+log = logging.getLogger("trawl.worker")
+T = TypeVar("T")
+
+RETRY_MAX = 30.0  # longest wait between attempts to reach a database that went away
+
+
+class Worker:
+    """Runs an app's tasks against its database until stopped (or idle, if asked)."""
+
+    def __init__(
+        self,
+        app: App,
+        *,
+        url: str | None = None,
+        concurrency: int = 16,
+        tasks: Iterable[str] | None = None,
+        exit_when_idle: bool = False,
+        grace: float = 30.0,
+        poll: float = 1.0,
+        owner: str | None = None,
+        on_progress: Callable[[WorkerStats], None] | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.app = app
+        self.url = url or app.db
+        self.defs = {d.name: d for d in app.select(list(tasks) if tasks is not None else None)}
+        self.concurrency = concurrency
+        self.exit_when_idle = exit_when_idle
+        self.grace = grace
+        self.poll = poll
+        self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.stats = WorkerStats()
+        self._on_progress = on_progress
+        self._leases = {name: d.timeout for name, d in self.defs.items()}
+        self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
+        self._pending: list[AttemptResult] = []
+        self._committing: list[AttemptResult] = []
+        self._commits = 0
+        self._stopping = False
+        self._cancelling = False
+        self._signals = 0
+        self._threads = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trawl-task")
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop claiming; running attempts get the grace period to finish."""
+        self._stopping = True
+        self._wake.set()
+
+    async def run(self) -> int:
+        """Run until stopped; returns the process exit code."""
+        self._wake = asyncio.Event()
+        self._commit_wanted = asyncio.Event()
+        store = Store(self.url)
+        self.db = StoreThread(store)
+        loop = asyncio.get_running_loop()
+        try:
+            await self.db.call(self._prepare, store)
+            listener = Listener(self.url, lambda: self._wake_from_thread(loop))
+            listener.start()
+            self._install_signals(loop)
+            try:
+                await self._serve(store)
+            finally:
+                listener.stop()
+                self._remove_signals(loop)
+        finally:
+            await asyncio.to_thread(self.db.close)
+            self._threads.shutdown(wait=False, cancel_futures=True)
+        log.info("worker %s stopped: %s", self.owner, self.stats.line())
+        return 0
+
+    def _prepare(self, store: Store) -> None:
+        migrate.ensure(store.db, auto=store.is_sqlite)
+        requeued = store.register_tasks(d.info() for d in self.defs.values())
+        for task, count in requeued.items():
+            log.info("task %s has a new version: %d results are due again", task, count)
+
+    async def _serve(self, store: Store) -> None:
+        helpers = [
+            asyncio.create_task(self._commit_loop(store)),
+            asyncio.create_task(self._heartbeat_loop(store)),
+            asyncio.create_task(self._progress_loop()),
+        ]
+        try:
+            await self._claim_loop(store)
+            await self._drain()
+        finally:
+            for helper in helpers:
+                helper.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+
+    def _wake_from_thread(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.call_soon_threadsafe(self._wake.set)
+
+    def _install_signals(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def _remove_signals(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            log.warning("second %s: exiting now; unfinished leases will expire", sig.name)
+            os._exit(128 + sig.value)
+        log.info(
+            "%s: finishing %d running tasks (up to %.0fs); press again to exit at once",
+            sig.name,
+            len(self._running),
+            self.grace,
+        )
+        self.stop()
+
+    # -- claiming -------------------------------------------------------------------------
+
+    async def _claim_loop(self, store: Store) -> None:
+        idle_delay = 0.01
+        low_water = max(1, self.concurrency // 4)
+        while not self._stopping:
+            free = self.concurrency - len(self._running)
+            if free < low_water and self._running:
+                await self._wait(self.poll)  # let slots free up so claims come in batches
+                continue
+            epoch = self._commits
+            jobs = await self._retrying("claim", store.claim, self._leases, free, self.owner)
+            for job in jobs:
+                self._start(job)
+            if jobs:
+                idle_delay = 0.01
+                continue
+            if self.exit_when_idle and self._idle(epoch):
+                return
+            await self._wait(idle_delay)
+            idle_delay = min(self.poll, idle_delay * 2)
+
+    def _idle(self, epoch: int) -> bool:
+        # Nothing ran here and nothing committed since the empty claim began: nothing is due.
+        return not (self._running or self._pending or self._committing) and epoch == self._commits
+
+    async def _wait(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout)
+        self._wake.clear()
+
+    def _start(self, job: ClaimedJob) -> None:
+        self.stats.claimed += 1
+        task = asyncio.create_task(self._run_job(self.defs[job.task], job))
+        self._running[job.job_id] = (job, task)
+        self.stats.running = len(self._running)
+
+    # -- running --------------------------------------------------------------------------
+
+    async def _run_job(self, d: TaskDef, job: ClaimedJob) -> None:
+        loop = asyncio.get_running_loop()
+        ctx = Context(
+            id=job.item_id,
+            data=job.data,
+            tags=job.tags,
+            attempt=job.attempt,
+            task=job.task,
+            reader=self.db,
+            loop=loop,
+        )
+        try:
+            result = await self._attempt(d, job, ctx, loop)
+        except asyncio.CancelledError:
+            result = self._result(d, job, ctx, Outcome.RELEASED)
+        finally:
+            self._running.pop(job.job_id, None)
+            self.stats.running = len(self._running)
+        self._pending.append(result)
+        self._commit_wanted.set()
+        self._wake.set()
+
+    async def _attempt(
+        self, d: TaskDef, job: ClaimedJob, ctx: Context, loop: asyncio.AbstractEventLoop
+    ) -> AttemptResult:
+        started = time.monotonic()
+        try:
+            if d.is_async:
+                value = await asyncio.wait_for(d.fn(ctx), d.timeout)
+            else:
+                value = await asyncio.wait_for(
+                    loop.run_in_executor(self._threads, d.fn, ctx), d.timeout
+                )
+            encoded = None if value is None else _encode_result(d.name, value)
+        except asyncio.CancelledError:
+            if self._cancelling:
+                raise
+            return self._failed(d, job, ctx, _timeout(d, started), "")
+        except TimeoutError as error:
+            if time.monotonic() - started >= d.timeout:
+                return self._failed(d, job, ctx, _timeout(d, started), "")
+            return self._failed(d, job, ctx, error, _trace(error))
+        except Exception as error:
+            return self._failed(d, job, ctx, error, _trace(error))
+        return self._result(d, job, ctx, Outcome.SUCCESS, result=encoded)
+
+    def _failed(
+        self, d: TaskDef, job: ClaimedJob, ctx: Context, error: BaseException, trace: str
+    ) -> AttemptResult:
+        failure = FailureInfo(
+            error_type=type(error).__name__,
+            message=str(error) or type(error).__name__,
+            traceback=trace,
+        )
+        return self._result(
+            d,
+            job,
+            ctx,
+            Outcome.FAILURE,
+            failure=failure,
+            result=None,
+        )
+
+    def _result(
+        self,
+        d: TaskDef,
+        job: ClaimedJob,
+        ctx: Context,
+        outcome: Outcome,
+        *,
+        result: str | None = None,
+        failure: FailureInfo | None = None,
+    ) -> AttemptResult:
+        return AttemptResult(
+            job_id=job.job_id,
+            item_id=job.item_id,
+            task=job.task,
+            attempt=job.attempt,
+            outcome=outcome,
+            version=d.version,
+            ttl=d.ttl,
+            result=result,
+            effects=ctx.effects if outcome is not Outcome.RELEASED else (),
+            failure=failure,
+            retry_delay=backoff.retry_delay(job.fail_count + 1, d.retries, d.backoff),
+            apply_on_failure=ctx.failure_allowed,
+        )
+
+    # -- committing -----------------------------------------------------------------------
+
+    async def _commit_loop(self, store: Store) -> None:
+        while True:
+            await self._commit_wanted.wait()
+            self._commit_wanted.clear()
+            await self._flush(store)
+
+    async def _flush(self, store: Store) -> None:
+        while self._pending:
+            self._committing, self._pending = self._pending, []
+            report = await self._retrying("commit", commit, store, self._committing)
+            self._account(report)
+            self._committing = []
+            self._commits += 1
+            self._wake.set()
+
+    def _account(self, report: CommitReport) -> None:
+        outcomes = {r.job_id: r for r in self._committing}
+        for job_id in report.committed:
+            outcome = outcomes[job_id].outcome
+            if job_id in report.effect_failures or outcome is Outcome.FAILURE:
+                self.stats.failed += 1
+            elif outcome is Outcome.SUCCESS:
+                self.stats.done += 1
+            else:
+                self.stats.released += 1
+        for job_id in report.stale:
+            stale = outcomes[job_id]
+            self.stats.stale += 1
+            log.warning(
+                "stale commit rejected: %s on %s attempt %d lost its lease; the newer "
+                "attempt's result stands",
+                stale.task,
+                stale.item_id,
+                stale.attempt,
+            )
+        for job_id, message in report.effect_failures.items():
+            log.warning(
+                "effects of %s on %s failed: %s",
+                outcomes[job_id].task,
+                outcomes[job_id].item_id,
+                message,
+            )
+
+    async def _heartbeat_loop(self, store: Store) -> None:
+        interval = max(0.2, min(10.0, min(self._leases.values(), default=30.0) / 3))
+        while True:
+            await asyncio.sleep(interval)
+            held = [
+                (job.job_id, job.attempt, self._leases[job.task])
+                for job, _ in self._running.values()
+            ] + [
+                (r.job_id, r.attempt, self._leases[r.task])
+                for r in self._pending + self._committing
+            ]
+            if not held:
+                continue
+            try:
+                kept = await self.db.call(store.renew, held)
+            except DatabaseUnavailable as error:
+                log.warning("lease renewal failed: %s", error)
+                continue
+            for job_id, attempt, _ in held:
+                if job_id not in kept:
+                    log.warning("lease lost on job %d attempt %d", job_id, attempt)
+
+    async def _progress_loop(self) -> None:
+        if self._on_progress is None:
+            return
+        while True:
+            self._on_progress(self.stats)
+            await asyncio.sleep(0.5)
+
+    # -- stopping -------------------------------------------------------------------------
+
+    async def _drain(self) -> None:
+        tasks = [task for _, task in self._running.values()]
+        if tasks and self._stopping:
+            await asyncio.wait(tasks, timeout=self.grace)
+        elif tasks:
+            await asyncio.wait(tasks)
+        self._cancelling = True
+        leftover = [task for _, task in self._running.values()]
+        for task in leftover:
+            task.cancel()  # their leases are released: due again at once
+        await asyncio.gather(*leftover, return_exceptions=True)
+        self._commit_wanted.set()
+        while self._pending or self._committing:  # noqa: ASYNC110 - two lists, no single event
+            await asyncio.sleep(0.01)  # the commit loop retries through outages
+        if self._on_progress is not None:
+            self._on_progress(self.stats)
+
+    async def _retrying(self, what: str, fn: Callable[..., T], *args: Any) -> T:
+        """Run a store call, waiting out database outages with growing pauses."""
+        delay = 0.5
+        while True:
+            try:
+                return await self.db.call(fn, *args)
+            except DatabaseUnavailable as error:
+                log.warning("%s failed, retrying in %.1fs: %s", what, delay, error)
+                await asyncio.sleep(delay)
+                delay = min(RETRY_MAX, delay * 2)
+
+
+def _encode_result(task: str, value: Any) -> str:
+    if not isinstance(value, dict):
+        raise InvalidData(
+            f"task {task!r} returned {type(value).__name__}: a result must be a JSON object "
+            "(a dict) or None"
+        )
+    try:
+        return codec.dumps(value)
+    except InvalidData as error:
+        reason = str(error).removeprefix("value is not JSON-serialisable: ")
+        raise InvalidData(
+            f"task {task!r} returned a result that is not JSON-serialisable: {reason}"
+        ) from None
+
+
+class TaskTimeout(Exception):
+    """An attempt ran past its task's timeout."""
+
+
+def _timeout(d: TaskDef, started: float) -> TaskTimeout:
+    return TaskTimeout(
+        f"task {d.name!r} exceeded its timeout of {d.timeout:g}s "
+        f"(ran {time.monotonic() - started:.1f}s)"
+    )
+
+
+def _trace(error: BaseException) -> str:
+    return "".join(traceback.format_exception(error))
+
+
+def run_worker(worker: Worker) -> int:
+    """Run *worker* on a fresh event loop (the CLI's entry point)."""
+    return asyncio.run(worker.run())

@@ -1,0 +1,88 @@
+"""The claim: one statement that leases a batch of due jobs, best first.
+
+Rows due later wait in the ``jobs_pending`` index; :data:`PROMOTE` moves the ones whose
+time has come into ``jobs_claim`` (``ready``), so the claim reads only due rows and stays an
+index range scan however many jobs are waiting for their time.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import sqlalchemy as sa
+
+from trawl.store.sql import q
+
+PROMOTE_BATCH = 5000
+
+PROMOTE_SQLITE = q(
+    f"""
+    UPDATE jobs SET ready = true
+    WHERE id IN (SELECT id FROM jobs
+                 WHERE NOT ready AND due_at IS NOT NULL AND due_at <= :now
+                 ORDER BY due_at LIMIT {PROMOTE_BATCH})
+    """
+)
+
+PROMOTE_POSTGRES = q(
+    f"""
+    UPDATE jobs SET ready = true
+    WHERE id IN (SELECT id FROM jobs
+                 WHERE NOT ready AND due_at IS NOT NULL AND due_at <= :now
+                 ORDER BY due_at LIMIT {PROMOTE_BATCH} FOR UPDATE SKIP LOCKED)
+    """
+)
+
+# Per task: the best due rows, locked without waiting on other workers' locks. The outer
+# ORDER BY merges the per-task heads so niceness orders claims across tasks too.
+CLAIM_POSTGRES = q(
+    """
+    WITH wanted AS (
+        SELECT * FROM unnest(CAST(:tasks AS text[]), CAST(:timeouts AS float8[]))
+            AS w(task, timeout)
+    ), picked AS (
+        SELECT c.id, w.timeout FROM wanted w CROSS JOIN LATERAL (
+            SELECT id, niceness, ever_run, due_at FROM jobs
+            WHERE task = w.task AND ready AND due_at <= :now
+            ORDER BY niceness, ever_run, due_at
+            LIMIT :limit FOR UPDATE SKIP LOCKED
+        ) c
+        ORDER BY c.niceness, c.ever_run, c.due_at LIMIT :limit
+    )
+    UPDATE jobs SET status = 'running', attempt = jobs.attempt + 1,
+                    due_at = :now + picked.timeout, ready = false, owner = :owner
+    FROM picked, items
+    WHERE jobs.id = picked.id AND items.id = jobs.item_id
+    RETURNING jobs.id, jobs.item_id, jobs.task, jobs.attempt, jobs.fail_count, items.data
+    """
+)
+
+
+@cache
+def claim_sqlite(task_count: int) -> sa.TextClause:
+    """SQLite has one writer, so no locking clause; one subquery per task keeps each a range
+    scan of ``jobs_claim``."""
+    heads = " UNION ALL ".join(
+        f"""SELECT * FROM (SELECT id, niceness, ever_run, due_at FROM jobs
+                          WHERE task = :task{i} AND ready AND due_at <= :now
+                          ORDER BY niceness, ever_run, due_at LIMIT :limit)"""
+        for i in range(task_count)
+    )
+    timeout = " ".join(f"WHEN :task{i} THEN :timeout{i}" for i in range(task_count))
+    return q(
+        f"""
+        UPDATE jobs SET status = 'running', attempt = attempt + 1,
+                        due_at = :now + (CASE task {timeout} END), ready = false, owner = :owner
+        WHERE id IN (SELECT id FROM ({heads}) ORDER BY niceness, ever_run, due_at LIMIT :limit)
+        RETURNING id, item_id, task, attempt, fail_count,
+                  (SELECT data FROM items WHERE items.id = jobs.item_id)
+        """
+    )
+
+
+def claim_sqlite_params(tasks: list[str], timeouts: list[float]) -> dict[str, object]:
+    params: dict[str, object] = {}
+    for i, (task, timeout) in enumerate(zip(tasks, timeouts, strict=True)):
+        params[f"task{i}"] = task
+        params[f"timeout{i}"] = timeout
+    return params

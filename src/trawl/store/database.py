@@ -1,0 +1,194 @@
+"""One connection to the database, with explicit transactions and errors a user can act on.
+
+Transactions are issued by hand (the connection runs in autocommit mode) so that SQLite can
+take its write lock up front with ``BEGIN IMMEDIATE`` — one writer, queued by the busy
+timeout — while reads stay plain deferred transactions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event, exc
+
+from trawl.model.errors import DatabaseUnavailable, TrawlError
+from trawl.store import url as urls
+
+Params = Mapping[str, Any]
+
+
+class Database:
+    """A single connection (callers use it from one thread at a time)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        sa_url, self.dialect = urls.parse(url)
+        self.engine = _engine(sa_url, self.dialect)
+        self._conn: sa.Connection | None = None
+        self._depth = 0
+        self._savepoints = itertools.count()
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    @property
+    def conn(self) -> sa.Connection:
+        if self._conn is None or self._conn.closed or self._conn.invalidated:
+            self._conn = self._connect()
+        return self._conn
+
+    def _connect(self) -> sa.Connection:
+        try:
+            return self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        except exc.DBAPIError as error:
+            raise unavailable(self.url, error) from error
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+        self.engine.dispose()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sa.Connection]:
+        """A write transaction; nested calls become savepoints."""
+        with self._transaction("BEGIN IMMEDIATE" if self.is_sqlite else "BEGIN") as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sa.Connection]:
+        """A read transaction: one consistent snapshot for several statements."""
+        with self._transaction("BEGIN") as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _transaction(self, begin: str) -> Iterator[sa.Connection]:
+        conn = self.conn
+        if self._depth:
+            with self.savepoint():
+                yield conn
+            return
+        self._run(conn, begin)
+        self._depth = 1
+        try:
+            yield conn
+        except exc.DBAPIError as error:
+            self._abort(conn)
+            raise translate(self.url, error) from error
+        except BaseException:
+            self._abort(conn)
+            raise
+        self._depth = 0
+        self._run(conn, "COMMIT")
+
+    def _abort(self, conn: sa.Connection) -> None:
+        self._depth = 0
+        try:
+            conn.exec_driver_sql("ROLLBACK")
+        except Exception:
+            self.reset()
+
+    def reset(self) -> None:
+        """Drop the connection; the next statement opens a new one."""
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.invalidate()
+                self._conn.close()
+        self._conn = None
+        self._depth = 0
+
+    @contextlib.contextmanager
+    def savepoint(self) -> Iterator[sa.Connection]:
+        """Run a block that can fail on its own without undoing the enclosing transaction."""
+        name = f"sp{next(self._savepoints)}"
+        conn = self.conn
+        conn.exec_driver_sql(f"SAVEPOINT {name}")
+        self._depth += 1
+        try:
+            yield conn
+        except BaseException:
+            conn.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
+            conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
+            raise
+        finally:
+            self._depth -= 1
+        conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
+
+    def _run(self, conn: sa.Connection, statement: str) -> None:
+        try:
+            conn.exec_driver_sql(statement)
+        except exc.DBAPIError as error:
+            self.reset()
+            raise translate(self.url, error) from error
+
+    def execute(
+        self, statement: sa.Executable, params: Params | None = None
+    ) -> sa.CursorResult[Any]:
+        return self.conn.execute(statement, params or {})
+
+    def executemany(self, statement: sa.Executable, rows: Sequence[Params]) -> None:
+        if rows:
+            self.conn.execute(statement, list(rows))
+
+
+def _engine(sa_url: sa.URL, dialect: urls.Dialect) -> sa.Engine:
+    if dialect == "sqlite":
+        query = dict(sa_url.query)
+        sync = str(query.pop("synchronous", "NORMAL")).upper()
+        engine = sa.create_engine(
+            sa_url.set(query={}), poolclass=sa.pool.NullPool, connect_args={"timeout": 60}
+        )
+        event.listen(engine, "connect", _sqlite_pragmas(sync))
+        return engine
+    return sa.create_engine(
+        sa_url,
+        poolclass=sa.pool.NullPool,
+        connect_args={"connect_timeout": 10, "application_name": "trawl"},
+    )
+
+
+def _sqlite_pragmas(synchronous: str) -> Any:
+    if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+        raise TrawlError(
+            f"sqlite synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}"
+        )
+
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # WAL: readers never block the writer; NORMAL is durable across a process kill
+        # (a power cut may lose the last commits, which are then simply run again).
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        for pragma in (
+            "journal_mode=WAL",
+            f"synchronous={synchronous}",
+            "foreign_keys=ON",
+            "busy_timeout=60000",
+            "cache_size=-65536",
+        ):
+            cursor.execute(f"PRAGMA {pragma}")
+        cursor.close()
+
+    return on_connect
+
+
+def unavailable(url: str, error: BaseException) -> DatabaseUnavailable:
+    reason = str(getattr(error, "orig", error)).strip().splitlines()[0] if str(error) else ""
+    return DatabaseUnavailable(f"cannot reach the database at {urls.display(url)}: {reason}")
+
+
+def translate(url: str, error: exc.DBAPIError) -> Exception:
+    """Turn a driver error into a trawl error when it means the database is unreachable."""
+    if error.connection_invalidated or isinstance(error, exc.InterfaceError):
+        return unavailable(url, error)
+    if isinstance(error, exc.OperationalError):
+        message = str(error.orig)
+        if "no such table" in message:
+            return error  # a schema problem, not a connection problem
+        return unavailable(url, error)
+    return error

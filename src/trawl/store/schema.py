@@ -1,0 +1,138 @@
+"""The declared schema. Migrations must produce exactly this (a test checks)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+
+def _cascade(column: str) -> sa.ForeignKey:
+    # Renames and deletes of an item carry to everything that points at it.
+    return sa.ForeignKey(column, ondelete="CASCADE", onupdate="CASCADE")
+
+
+# Integer on SQLite so the key is the rowid (cheap autoincrement); BIGINT elsewhere.
+BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+Time: sa.Double[float] = sa.Double()  # seconds since the epoch, UTC; the same on both backends
+Flag = sa.Boolean(create_constraint=False)
+Json = sa.Text()  # JSON text: one encoding for both backends, parsed by msgspec
+
+
+items = sa.Table(
+    "items",
+    metadata,
+    sa.Column("id", sa.Text(), primary_key=True),
+    sa.Column("data", Json, nullable=False),
+    sa.Column("created_by", sa.Text(), nullable=True),  # resolved at write time; may dangle
+    sa.Column("created_at", Time, nullable=False),
+    sa.Column("updated_at", Time, nullable=False),
+)
+
+aliases = sa.Table(
+    "aliases",
+    metadata,
+    sa.Column("alias", sa.Text(), primary_key=True),
+    sa.Column("item_id", sa.Text(), _cascade("items.id"), nullable=False),
+    sa.Index("aliases_item", "item_id"),
+)
+
+tags = sa.Table(
+    "tags",
+    metadata,
+    sa.Column("item_id", sa.Text(), _cascade("items.id"), primary_key=True),
+    sa.Column("name", sa.Text(), primary_key=True),
+    sa.Column("value", sa.Text(), nullable=True),
+    sa.Index("tags_name", "name", "item_id"),
+)
+
+tasks = sa.Table(
+    "tasks",
+    metadata,
+    sa.Column("name", sa.Text(), primary_key=True),
+    sa.Column("version", sa.Text(), nullable=False),
+    sa.Column("ttl", Time, nullable=True),
+    sa.Column("timeout", Time, nullable=False),
+    sa.Column("retries", sa.Integer(), nullable=False),
+    sa.Column("niceness", sa.Integer(), nullable=False),
+    sa.Column("registered_at", Time, nullable=False),
+)
+
+task_tags = sa.Table(
+    "task_tags",
+    metadata,
+    sa.Column("task", sa.Text(), _cascade("tasks.name"), primary_key=True),
+    sa.Column("tag", sa.Text(), primary_key=True),
+    sa.Index("task_tags_tag", "tag", "task"),
+)
+
+jobs = sa.Table(
+    "jobs",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("item_id", sa.Text(), _cascade("items.id"), nullable=False),
+    sa.Column("task", sa.Text(), nullable=False),
+    sa.Column("status", sa.Text(), nullable=False),
+    # When to look again; NULL means final. Claimable <=> due_at <= now.
+    sa.Column("due_at", Time, nullable=True),
+    # Cached "due_at <= now" so the claim index holds only due rows: rows due later sit in
+    # jobs_pending and are promoted when their time comes (see store/jobs.py).
+    sa.Column("ready", Flag, nullable=False),
+    sa.Column("attempt", sa.Integer(), nullable=False),
+    sa.Column("owner", sa.Text(), nullable=True),
+    sa.Column("niceness", sa.Integer(), nullable=False),
+    sa.Column("ever_run", Flag, nullable=False),
+    sa.Column("selected", Flag, nullable=False),  # some tag of the item still selects the task
+    sa.Column("result", Json, nullable=True),
+    sa.Column("result_version", sa.Text(), nullable=True),
+    sa.Column("result_at", Time, nullable=True),
+    sa.Column("expires_at", Time, nullable=True),
+    sa.Column("ttl", Time, nullable=True),  # per-item override of the task's TTL
+    sa.Column("succeeded", Flag, nullable=True),
+    sa.Column("fail_count", sa.Integer(), nullable=False),  # consecutive failed attempts
+    sa.UniqueConstraint("item_id", "task", name="jobs_item_task"),
+    sa.Index(
+        "jobs_claim",
+        "task",
+        "niceness",
+        "ever_run",
+        "due_at",
+        sqlite_where=sa.text("ready"),
+        postgresql_where=sa.text("ready"),
+    ),
+    sa.Index(
+        "jobs_pending",
+        "due_at",
+        sqlite_where=sa.text("NOT ready AND due_at IS NOT NULL"),
+        postgresql_where=sa.text("NOT ready AND due_at IS NOT NULL"),
+    ),
+    sa.Index("jobs_task_status", "task", "status"),
+)
+
+failures = sa.Table(
+    "failures",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("job_id", BigId, sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("item_id", sa.Text(), nullable=False),
+    sa.Column("task", sa.Text(), nullable=False),
+    sa.Column("attempt", sa.Integer(), nullable=False),
+    sa.Column("error_type", sa.Text(), nullable=False),
+    sa.Column("message", sa.Text(), nullable=False),
+    sa.Column("traceback", sa.Text(), nullable=False),
+    sa.Column("occurred_at", Time, nullable=False),
+    sa.Column("handled", Flag, nullable=False),
+    sa.Index("failures_task", "task", "handled"),
+    sa.Index("failures_job", "job_id"),
+)
+
+journal = sa.Table(
+    "journal",
+    metadata,
+    sa.Column("seq", BigId, primary_key=True, autoincrement=True),
+    sa.Column("at", Time, nullable=False),
+    sa.Column("kind", sa.Text(), nullable=False),
+    sa.Column("item_id", sa.Text(), nullable=True),
+    sa.Column("task", sa.Text(), nullable=True),
+    sa.Column("detail", Json, nullable=True),
+)

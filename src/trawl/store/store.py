@@ -1,0 +1,321 @@
+"""The storage interface: query-shaped verbs over one database connection.
+
+Domain rules (what a transition means, how effects apply) live in ``trawl.engine``; this
+module only knows how to say them in SQL on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from trawl.model.errors import UnknownTask
+from trawl.model.records import (
+    ClaimedJob,
+    FailureRecord,
+    ItemView,
+    JournalEntry,
+    NewItem,
+    TaskCounts,
+    TaskInfo,
+)
+from trawl.model.states import Journal
+from trawl.store import admin, codec, reads, transitions
+from trawl.store import claim as claims
+from trawl.store.database import Database
+from trawl.store.items import Items
+from trawl.store.results import Results
+from trawl.store.sql import JOURNAL, NOTIFY, q
+
+Clock = Callable[[], float]
+
+_TAGS_OF = q("SELECT item_id, name, value FROM tags WHERE item_id IN ({ids})")
+_FAILURE = q(
+    "INSERT INTO failures (job_id, item_id, task, attempt, error_type, message, traceback,"
+    " occurred_at, handled) VALUES (:job_id, :item_id, :task, :attempt, :error_type,"
+    " :message, :traceback, :occurred_at, false)"
+)
+_TASK_ROW = q("SELECT version, ttl, timeout, retries, niceness FROM tasks WHERE name = :name")
+_TASK_TAGS = q("SELECT tag FROM task_tags WHERE task = :name ORDER BY tag")
+_UPSERT_TASK = q(
+    "INSERT INTO tasks (name, version, ttl, timeout, retries, niceness, registered_at)"
+    " VALUES (:name, :version, :ttl, :timeout, :retries, :niceness, :now)"
+    " ON CONFLICT (name) DO UPDATE SET version = excluded.version, ttl = excluded.ttl,"
+    " timeout = excluded.timeout, retries = excluded.retries, niceness = excluded.niceness,"
+    " registered_at = excluded.registered_at"
+)
+_CLEAR_TASK_TAGS = q("DELETE FROM task_tags WHERE task = :name")
+_ADD_TASK_TAG = q("INSERT INTO task_tags (task, tag) VALUES (:name, :tag)")
+_JOBS_FOR_TASK = q(
+    """
+    INSERT INTO jobs (item_id, task, status, due_at, ready, attempt, niceness,
+                      ever_run, selected, fail_count)
+    SELECT DISTINCT t.item_id, tt.task, 'queued', :now, true, 0, :niceness, false, true, 0
+    FROM task_tags tt JOIN tags t ON t.name = tt.tag
+    WHERE tt.task = :name
+    ON CONFLICT (item_id, task) DO UPDATE SET
+        selected = true,
+        due_at = CASE WHEN jobs.status = 'done' THEN jobs.expires_at ELSE :now END,
+        ready = CASE WHEN jobs.status = 'done'
+                     THEN COALESCE(jobs.expires_at <= :now, false) ELSE true END
+    WHERE NOT jobs.selected
+    """
+)
+_DESELECT_FOR_TASK = q(
+    """
+    UPDATE jobs SET selected = false, due_at = NULL, ready = false
+    WHERE task = :name AND selected AND status <> 'running'
+      AND NOT EXISTS (SELECT 1 FROM tags t JOIN task_tags tt ON tt.tag = t.name
+                      WHERE t.item_id = jobs.item_id AND tt.task = jobs.task)
+    """
+)
+# One set-based statement: results another version made are due now.
+_VERSION_BUMP = q(
+    "UPDATE jobs SET due_at = :now, ready = true"
+    " WHERE task = :name AND selected AND status <> 'running'"
+    " AND result_version IS NOT NULL AND result_version <> :version"
+)
+
+
+class Store:
+    """Everything trawl stores, behind a small set of query-shaped verbs."""
+
+    def __init__(self, url: str, *, clock: Clock = time.time) -> None:
+        self.db = Database(url)
+        self.items = Items(self.db)
+        self.results = Results(self.db)
+        self.clock = clock
+
+    @property
+    def url(self) -> str:
+        return self.db.url
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.db.is_sqlite
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- tasks ----------------------------------------------------------------------------
+
+    def register_tasks(self, infos: Iterable[TaskInfo]) -> dict[str, int]:
+        """Record the app's tasks, create their missing jobs; returns jobs re-queued by a
+        version change, per task."""
+        requeued: dict[str, int] = {}
+        with self.db.write():
+            now = self.clock()
+            for info in infos:
+                count = self._register(info, now)
+                if count:
+                    requeued[info.name] = count
+            self._notify()
+        return requeued
+
+    def _register(self, info: TaskInfo, now: float) -> int:
+        old = self.db.execute(_TASK_ROW, {"name": info.name}).first()
+        old_tags = tuple(self.db.execute(_TASK_TAGS, {"name": info.name}).scalars())
+        self.db.execute(
+            _UPSERT_TASK,
+            {
+                "name": info.name,
+                "version": info.version,
+                "ttl": info.ttl,
+                "timeout": info.timeout,
+                "retries": info.retries,
+                "niceness": info.niceness,
+                "now": now,
+            },
+        )
+        tags = tuple(sorted(set(info.tags)))
+        if tags != old_tags:
+            self.db.execute(_CLEAR_TASK_TAGS, {"name": info.name})
+            self.db.executemany(_ADD_TASK_TAG, [{"name": info.name, "tag": t} for t in tags])
+            params = {"name": info.name, "now": now, "niceness": info.niceness}
+            self.db.execute(_JOBS_FOR_TASK, params)
+            self.db.execute(_DESELECT_FOR_TASK, {"name": info.name})
+            self.items.journal(Journal.TASK_REGISTERED, now, None, info.name, {"tags": tags})
+        if old is None or old.version == info.version:
+            return 0
+        params = {"name": info.name, "version": info.version, "now": now}
+        count = self.db.execute(_VERSION_BUMP, params).rowcount
+        detail = {"from": old.version, "to": info.version, "requeued": count}
+        self.items.journal(Journal.TASK_VERSION, now, None, info.name, detail)
+        return int(count)
+
+    def task_names(self) -> list[str]:
+        return list(self.db.execute(q("SELECT name FROM tasks ORDER BY name")).scalars())
+
+    def require_task(self, name: str) -> None:
+        if self.db.execute(_TASK_ROW, {"name": name}).first() is None:
+            known = ", ".join(self.task_names()) or "none yet: run a worker to register them"
+            raise UnknownTask(f"unknown task {name!r} (known tasks: {known})")
+
+    # -- items ----------------------------------------------------------------------------
+
+    def add_items(self, new: Sequence[NewItem], *, created_by: str | None = None) -> list[str]:
+        """Create the items whose ids are free, in one transaction; returns the created ids."""
+        created: list[str] = []
+        with self.db.write():
+            now = self.clock()
+            for item in new:
+                if self.items.create(
+                    item.id,
+                    data=item.data,
+                    tags=item.tags,
+                    now=now,
+                    created_by=created_by,
+                    niceness=item.niceness,
+                ):
+                    created.append(item.id)
+            if created:
+                self._notify()
+        return created
+
+    # -- the job lifecycle ----------------------------------------------------------------
+
+    def claim(self, tasks: dict[str, float], limit: int, owner: str) -> list[ClaimedJob]:
+        """Lease up to *limit* due jobs of *tasks* (name -> lease seconds), best first."""
+        if not tasks or limit <= 0:
+            return []
+        names, timeouts = list(tasks), list(tasks.values())
+        with self.db.write():
+            now = self.clock()
+            base = {"now": now, "limit": limit, "owner": owner}
+            if self.is_sqlite:
+                self.db.execute(claims.PROMOTE_SQLITE, {"now": now})
+                stmt = claims.claim_sqlite(len(names))
+                params = base | claims.claim_sqlite_params(names, timeouts)
+            else:
+                self.db.execute(claims.PROMOTE_POSTGRES, {"now": now})
+                stmt = claims.CLAIM_POSTGRES
+                params = base | {"tasks": names, "timeouts": timeouts}
+            rows = self.db.execute(stmt, params).all()
+            tags = self._tags_of([row[1] for row in rows])
+        return [
+            ClaimedJob(
+                job_id=row[0],
+                item_id=row[1],
+                task=row[2],
+                attempt=row[3],
+                fail_count=row[4],
+                data=codec.loads(row[5]),
+                tags=tags.get(row[1], {}),
+            )
+            for row in rows
+        ]
+
+    def _tags_of(self, item_ids: Sequence[str]) -> dict[str, dict[str, str | None]]:
+        result: dict[str, dict[str, str | None]] = {}
+        unique = list(dict.fromkeys(item_ids))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ", ".join(f":i{n}" for n in range(len(chunk)))
+            stmt = q(_TAGS_OF.text.format(ids=marks))
+            params = {f"i{n}": item for n, item in enumerate(chunk)}
+            for item_id, name, value in self.db.execute(stmt, params):
+                result.setdefault(item_id, {})[name] = value
+        return result
+
+    def renew(self, leases: Sequence[tuple[int, int, float]]) -> set[int]:
+        """Extend leases (job id, attempt, seconds); returns the job ids still held."""
+        if not leases:
+            return set()
+        params = transitions.batch_params(self.is_sqlite, ("id", "attempt", "timeout"), leases)
+        stmt = transitions.statement(
+            self.is_sqlite, transitions.RENEW_SQLITE, transitions.RENEW_POSTGRES
+        )
+        with self.db.write():
+            params["now"] = self.clock()
+            return set(self.db.execute(stmt, params).scalars())
+
+    def apply_outcomes(self, rows: Sequence[Sequence[Any]], now: float) -> set[int]:
+        """Fenced transitions for a batch (inside the caller's transaction): the job ids
+        that were still held and are now committed."""
+        if not rows:
+            return set()
+        columns = transitions.OUTCOME_COLUMNS
+        params = transitions.batch_params(self.is_sqlite, columns, rows)
+        params["now"] = now
+        stmt = transitions.statement(
+            self.is_sqlite, transitions.COMMIT_SQLITE, transitions.COMMIT_POSTGRES
+        )
+        return set(self.db.execute(stmt, params).scalars())
+
+    def record_failures(self, rows: Sequence[dict[str, Any]]) -> None:
+        self.db.executemany(_FAILURE, rows)
+
+    def journal_many(self, rows: Sequence[dict[str, Any]]) -> None:
+        self.db.executemany(JOURNAL, rows)
+
+    def notify(self) -> None:
+        """Tell waiting workers that new work is due (PostgreSQL; SQLite workers poll)."""
+        self._notify()
+
+    def _notify(self) -> None:
+        if not self.is_sqlite:
+            self.db.execute(NOTIFY)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get_item(self, alias: str) -> ItemView | None:
+        return reads.item(self.db, alias)
+
+    def get_metadata(self, task: str, alias: str) -> dict[str, Any] | None:
+        return reads.metadata(self.db, task, alias)
+
+    def status(self) -> list[TaskCounts]:
+        return reads.status(self.db, self.clock())
+
+    def failures(
+        self,
+        *,
+        task: str | None = None,
+        item_id: str | None = None,
+        include_handled: bool = False,
+        limit: int = 100,
+    ) -> list[FailureRecord]:
+        return reads.failures(
+            self.db, task=task, item_id=item_id, include_handled=include_handled, limit=limit
+        )
+
+    def journal(self, since: int = 0, limit: int = 1000) -> list[JournalEntry]:
+        return reads.journal(self.db, since, limit)
+
+    # -- operator commands ----------------------------------------------------------------
+
+    def expire(self, task: str, *, tag: str | None = None, alias: str | None = None) -> int:
+        with self.db.write():
+            self.require_task(task)
+            item_id = self.items.require(alias) if alias is not None else None
+            count = admin.expire(self.items, task, self.clock(), tag=tag, item_id=item_id)
+            self._notify()
+        return count
+
+    def retry_failures(
+        self, *, task: str | None = None, alias: str | None = None, ids: list[int] | None = None
+    ) -> int:
+        with self.db.write():
+            item_id = self._task_and_item(task, alias)
+            count = admin.retry(self.items, self.clock(), task, item_id, ids)
+            self._notify()
+        return count
+
+    def handle_failures(
+        self, *, task: str | None = None, alias: str | None = None, ids: list[int] | None = None
+    ) -> int:
+        with self.db.write():
+            item_id = self._task_and_item(task, alias)
+            return admin.handle(self.items, self.clock(), task, item_id, ids)
+
+    def _task_and_item(self, task: str | None, alias: str | None) -> str | None:
+        if task is not None:
+            self.require_task(task)
+        return self.items.require(alias) if alias is not None else None
