@@ -63,18 +63,18 @@ class Context:
 
     def get_item_sync(self, id: str) -> ItemView | None:
         """:meth:`get_item` for plain ``def`` tasks (they run in a thread)."""
-        item: ItemView | None = self._block(self.get_item(id))
+        item: ItemView | None = self._block(self.get_item, id)
         return item
 
     def get_metadata_sync(self, task: str, id: str | None = None) -> dict[str, Any] | None:
         """:meth:`get_metadata` for plain ``def`` tasks."""
-        meta: dict[str, Any] | None = self._block(self.get_metadata(task, id))
+        meta: dict[str, Any] | None = self._block(self.get_metadata, task, id)
         return meta
 
-    def _block(self, coro: Any) -> Any:
+    def _block(self, read: Callable[..., Any], *args: Any) -> Any:
         if self._loop is None:
             raise RuntimeError("no event loop to read through")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        return asyncio.run_coroutine_threadsafe(read(*args), self._loop).result()
 
     # -- buffered until commit ------------------------------------------------------------
 

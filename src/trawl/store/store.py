@@ -21,7 +21,7 @@ from trawl.model.records import (
     TaskInfo,
 )
 from trawl.model.states import Journal
-from trawl.store import admin, codec, reads, transitions
+from trawl.store import admin, bulk, codec, reads, transitions
 from trawl.store import claim as claims
 from trawl.store.database import Database
 from trawl.store.items import Items
@@ -161,20 +161,11 @@ class Store:
     # -- items ----------------------------------------------------------------------------
 
     def add_items(self, new: Sequence[NewItem], *, created_by: str | None = None) -> list[str]:
-        """Create the items whose ids are free, in one transaction; returns the created ids."""
-        created: list[str] = []
+        """Create the items whose ids are free, in one transaction; returns the created ids.
+
+        An id already in use (as an item or an alias) is left as it is."""
         with self.db.write():
-            now = self.clock()
-            for item in new:
-                if self.items.create(
-                    item.id,
-                    data=item.data,
-                    tags=item.tags,
-                    now=now,
-                    created_by=created_by,
-                    niceness=item.niceness,
-                ):
-                    created.append(item.id)
+            created = bulk.add_items(self.db, new, self.clock(), created_by)
             if created:
                 self._notify()
         return created

@@ -1,0 +1,37 @@
+"""The public API is what ``trawl`` exports; this list changes only on purpose."""
+
+import trawl
+
+
+def test_exported_members() -> None:
+    exported = {name for name in dir(trawl) if not name.startswith("_")} - {
+        "model",
+        "runtime",
+        "store",
+        "engine",
+        "cli",
+    }
+    assert exported == set(trawl.__all__) - {"__version__"}
+    assert set(trawl.__all__) == {
+        "MAX_ID_LENGTH",
+        "AliasError",
+        "App",
+        "AppLoadError",
+        "Context",
+        "DatabaseUnavailable",
+        "Duration",
+        "InvalidData",
+        "InvalidDuration",
+        "InvalidInput",
+        "InvalidItemId",
+        "ItemExists",
+        "ItemNotFound",
+        "ItemView",
+        "JobStatus",
+        "JobView",
+        "SchemaOutdated",
+        "TaskDef",
+        "TrawlError",
+        "UnknownTask",
+        "__version__",
+    }
