@@ -36,8 +36,11 @@ def write_site(out: Path, products: int) -> None:
             price = "" if n % 25 == 0 else f"{rng.randint(100, 99999) / 100:.2f} EUR"
             page = PRODUCT.format(title=f"Product {n}", price=price, reviews="\n".join(links))
             (out / "site" / "p" / f"{n}.html").write_text(page)
-            item = {"id": f"url:{BASE}/p/{n}", "tags": ["product"],
-                    "data": {"url": f"{BASE}/p/{n}"}}
+            item = {
+                "id": f"url:{BASE}/p/{n}",
+                "tags": ["product"],
+                "data": {"url": f"{BASE}/p/{n}"},
+            }
             seeds.write(json.dumps(item) + "\n")
 
 

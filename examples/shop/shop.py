@@ -33,8 +33,9 @@ async def product(ctx: trawl.Context) -> dict[str, Any]:
     if title is None or price is None:
         raise ValueError(f"no title or price on {ctx.data['url']}")
     for href in re.findall(r'<a class="review" href="([^"]+)"', html):
-        ctx.create_item(f"url:{BASE}{href}", tags=["review-page"], data={"url": BASE + href,
-                                                                      "product": ctx.id})
+        ctx.create_item(
+            f"url:{BASE}{href}", tags=["review-page"], data={"url": BASE + href, "product": ctx.id}
+        )
     ctx.update_data(lambda old: {**old, "title": title.group(1)})
     return {"price": float(price.group(1)), "currency": price.group(2)}
 

@@ -41,8 +41,10 @@ def test_requests_are_buffered_in_order_with_defaults_filled_in() -> None:
     assert create.created_by == "sku:1"
     assert [(t.name, t.value) for t in create.tags] == [("review", None), ("lang", "en")]
     expire, ttl = ctx.effects[2], ctx.effects[3]
-    assert isinstance(expire, fx.Expire) and (expire.id, expire.task) == ("sku:1", "price")
-    assert isinstance(ttl, fx.SetTTL) and (ttl.task, ttl.ttl) == ("other", 86400.0)
+    assert isinstance(expire, fx.Expire)
+    assert (expire.id, expire.task) == ("sku:1", "price")
+    assert isinstance(ttl, fx.SetTTL)
+    assert (ttl.task, ttl.ttl) == ("other", 86400.0)
 
 
 def test_allow_failure_toggles() -> None:

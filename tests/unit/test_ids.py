@@ -26,7 +26,7 @@ def test_rejects_bad_ids_naming_the_problem(bad: object, said: str) -> None:
 
 
 def test_error_names_what_was_checked() -> None:
-    with pytest.raises(InvalidItemId, match="^alias is empty"):
+    with pytest.raises(InvalidItemId, match=r"^alias is empty"):
         check_id("", "alias")
 
 

@@ -173,9 +173,9 @@ class Worker:
         # Nothing ran here and nothing committed since the empty claim began: nothing is due.
         return not (self._running or self._pending or self._committing) and epoch == self._commits
 
-    async def _wait(self, timeout: float) -> None:
+    async def _wait(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout)
+            await asyncio.wait_for(self._wake.wait(), seconds)
         self._wake.clear()
 
     def _start(self, job: ClaimedJob) -> None:
