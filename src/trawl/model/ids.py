@@ -11,6 +11,8 @@ from trawl.model.errors import InvalidItemId
 MAX_ID_LENGTH = 2048
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# Lone surrogates (undecodable bytes in a command-line argument) cannot be stored as UTF-8.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def check_id(value: object, what: str = "item id") -> str:
@@ -30,6 +32,8 @@ def check_id(value: object, what: str = "item id") -> str:
             f"{what} {value[:80]!r} contains control character {bad.group()!r} "
             f"at position {bad.start()}"
         )
+    if _SURROGATE.search(value):
+        raise InvalidItemId(f"{what} {value[:80]!r} is not valid UTF-8")
     return value
 
 
@@ -37,6 +41,8 @@ def check_tag(name: object) -> str:
     """Return *name* if it is a valid tag name."""
     if not isinstance(name, str) or not name:
         raise InvalidItemId(f"tag name must be a non-empty string, got {name!r}")
-    if len(name) > 200 or _CONTROL.search(name):
-        raise InvalidItemId(f"tag name {name[:80]!r} is too long or has control characters")
+    if len(name) > 200 or _CONTROL.search(name) or _SURROGATE.search(name):
+        raise InvalidItemId(
+            f"tag name {name[:80]!r} is too long, has control characters or is not valid UTF-8"
+        )
     return name

@@ -39,6 +39,6 @@ def parse_object(text: str, what: str) -> dict[str, Any]:
     """Parse user-supplied JSON text that must hold an object."""
     try:
         value = _decoder.decode(text)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeError) as exc:
         raise InvalidData(f"{what} is not valid JSON: {exc}") from exc
     return object_or_error(value, what)

@@ -1,0 +1,250 @@
+"""``trawl add`` and ``trawl show``: putting items in and looking at one."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+from rich.table import Table
+
+from trawl.cli import itemfile, output
+from trawl.cli.common import json_option, open_store
+from trawl.model.errors import InvalidInput, ItemNotFound
+from trawl.model.ids import check_id
+from trawl.model.records import ItemView, JobView, NewItem
+from trawl.store import codec
+from trawl.store.store import Store
+
+BATCH = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class Added:
+    created: int
+    existing: int
+    bad_lines: int = 0
+
+
+@click.command("add")
+@click.argument("item", metavar="[ID]", required=False)
+@click.option(
+    "--tag",
+    "-t",
+    "tags",
+    multiple=True,
+    metavar="NAME[=VALUE]",
+    help="Tag the item (repeatable). With --file, added to every item.",
+)
+@click.option("--data", "-d", metavar="JSON", help="The item's data: a JSON object.")
+@click.option(
+    "--niceness",
+    type=int,
+    help="Run this item's jobs before (lower) or after (higher) others; default: each task's.",
+)
+@click.option(
+    "--file",
+    "-f",
+    "path",
+    type=click.Path(exists=True, dir_okay=False, allow_dash=True),
+    help="Add every item of a JSON Lines file ('-' reads stdin).",
+)
+@click.option("--skip-bad", is_flag=True, help="With --file: add the good lines, skip bad ones.")
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=BATCH,
+    show_default=True,
+    help="With --file: items written per transaction.",
+)
+@json_option
+def add(
+    item: str | None,
+    tags: tuple[str, ...],
+    data: str | None,
+    niceness: int | None,
+    path: str | None,
+    skip_bad: bool,
+    batch_size: int,
+    as_json: bool,
+) -> None:
+    """Add one item, or every item of a file; ids that already exist are left as they are.
+
+    A file has one JSON object a line: {"id": "...", "tags": ..., "data": {...}}
+    and optionally "niceness". Tags are a list of names, a list of [name, value]
+    pairs, or an object {name: value}. The whole file is checked before anything
+    is written: every bad line is reported with its number and, unless
+    --skip-bad, nothing is added. Blank lines are ignored; when an id appears
+    twice, the first line wins. Good files are written in batches (one
+    transaction each); adding a file again is safe, as existing ids are skipped.
+
+    With --json, prints {"created": N, "existing": N, "bad_lines": N}.
+    """
+    defaults = itemfile.Defaults(
+        tags=tuple(itemfile.parse_tag_option(t) for t in tags), niceness=niceness
+    )
+    if path is not None:
+        if item is not None or data is not None:
+            raise click.UsageError("give either an ID (with --data) or --file, not both")
+        added = _add_file(path, defaults, skip_bad=skip_bad, batch_size=batch_size)
+    elif item is None:
+        raise click.UsageError("give an ID to add, or --file FILE")
+    else:
+        added = _add_one(item, data, defaults)
+        if added.existing and not as_json:
+            click.echo(f"{item} already exists (left unchanged)")
+            return
+    _report(added, as_json)
+
+
+def _add_one(item: str, data: str | None, defaults: itemfile.Defaults) -> Added:
+    new = NewItem(
+        id=check_id(item),
+        tags=defaults.tags,
+        data=codec.parse_object(data, "--data") if data is not None else {},
+        niceness=defaults.niceness,
+    )
+    created = open_store().add_items([new])
+    return Added(created=len(created), existing=1 - len(created))
+
+
+def _add_file(path: str, defaults: itemfile.Defaults, *, skip_bad: bool, batch_size: int) -> Added:
+    with itemfile.line_source(path) as lines:
+        bad = [e for e in itemfile.scan(lines(), defaults) if isinstance(e, itemfile.BadLine)]
+        for line in bad:
+            click.echo(f"line {line.number}: {line.reason}", err=True)
+        if bad and not skip_bad:
+            name = "stdin" if path == "-" else path
+            raise InvalidInput(
+                f"{name} has {output.plural(len(bad), 'bad line')}; nothing was added "
+                "(fix them, or pass --skip-bad to add the good lines)"
+            )
+        created, total = _write(open_store(), itemfile.good_items(lines(), defaults), batch_size)
+    return Added(created=created, existing=total - created, bad_lines=len(bad))
+
+
+def _write(store: Store, items: Iterable[NewItem], batch_size: int) -> tuple[int, int]:
+    created = total = 0
+    for batch in itemfile.batches(items, batch_size):
+        created += len(store.add_items(batch))
+        total += len(batch)
+    return created, total
+
+
+def _report(added: Added, as_json: bool) -> None:
+    if as_json:
+        output.print_json(
+            {"created": added.created, "existing": added.existing, "bad_lines": added.bad_lines}
+        )
+        return
+    message = f"created {output.plural(added.created, 'item')}"
+    if added.existing:
+        message += f"; {output.plural(added.existing, 'id')} already existed (left unchanged)"
+    if added.bad_lines:
+        message += f"; skipped {output.plural(added.bad_lines, 'bad line')}"
+    click.echo(message)
+
+
+@click.command("show")
+@click.argument("item", metavar="ID")
+@json_option
+def show(item: str, as_json: bool) -> None:
+    """Show an item (found through any of its aliases) with its jobs and results.
+
+    With --json, prints one object:
+
+    \b
+    {"id": "sku:1", "data": {...}, "tags": {"name": "value or null"},
+     "aliases": ["sku:1"], "created_by": null,
+     "created_at": "2024-05-01T12:00:00.000Z", "created_at_epoch": 1714564800.0,
+     "updated_at": "...", "updated_at_epoch": ...,
+     "jobs": [{"task": "price", "status": "done", "due_at": null,
+               "due_at_epoch": null, "attempt": 1, "owner": null, "niceness": 0,
+               "result": {...}, "result_version": "2", "result_at": "...",
+               "result_at_epoch": ..., "expires_at": null, "expires_at_epoch": null,
+               "ttl": null, "succeeded": true, "ever_run": true,
+               "selected": true, "fail_count": 0}]}
+
+    A job's due_at is when it is next claimable (a lease end while running;
+    null: nothing scheduled); ttl is the item's own TTL override in seconds.
+    """
+    view = open_store().get_item(check_id(item))
+    if view is None:
+        raise ItemNotFound(f"no item has the id or alias {item!r}")
+    if as_json:
+        output.print_json(item_json(view))
+    else:
+        _print_item(view)
+
+
+def item_json(view: ItemView) -> dict[str, Any]:
+    return {
+        "id": view.id,
+        "data": view.data,
+        "tags": view.tags,
+        "aliases": list(view.aliases),
+        "created_by": view.created_by,
+        **output.stamp("created_at", view.created_at),
+        **output.stamp("updated_at", view.updated_at),
+        "jobs": [job_json(job) for job in view.jobs],
+    }
+
+
+def job_json(job: JobView) -> dict[str, Any]:
+    return {
+        "task": job.task,
+        "status": job.status.value,
+        **output.stamp("due_at", job.due_at),
+        "attempt": job.attempt,
+        "owner": job.owner,
+        "niceness": job.niceness,
+        "result": job.result,
+        "result_version": job.result_version,
+        **output.stamp("result_at", job.result_at),
+        **output.stamp("expires_at", job.expires_at),
+        "ttl": job.ttl,
+        "succeeded": job.succeeded,
+        "ever_run": job.ever_run,
+        "selected": job.selected,
+        "fail_count": job.fail_count,
+    }
+
+
+def _print_item(view: ItemView) -> None:
+    now = time.time()
+    tags = ", ".join(
+        name if value is None else f"{name}={value}" for name, value in view.tags.items()
+    )
+    click.echo(f"id        {view.id}")
+    click.echo(f"aliases   {', '.join(a for a in view.aliases if a != view.id) or '-'}")
+    click.echo(f"tags      {tags or '-'}")
+    click.echo(f"created   {output.moment(view.created_at, now)}")
+    click.echo(f"updated   {output.moment(view.updated_at, now)}")
+    click.echo(f"by        {view.created_by or '-'}")
+    click.echo(f"data      {output.compact_json(view.data)}")
+    if not view.jobs:
+        click.echo("jobs      none (no registered task is selected by this item's tags)")
+        return
+    click.echo("")
+    output.print_table(_jobs_table(view.jobs, now))
+    for job in view.jobs:
+        if job.result is not None:
+            click.echo(f"result of {job.task}: {output.compact_json(job.result)}")
+
+
+def _jobs_table(jobs: tuple[JobView, ...], now: float) -> Table:
+    grid = output.table("task", "status", "due", "attempt", "version", "result", "expires")
+    for job in jobs:
+        status = job.status.value if job.selected else f"{job.status.value} (untagged)"
+        grid.add_row(
+            job.task,
+            status,
+            output.relative(job.due_at, now, never="never"),
+            str(job.attempt),
+            job.result_version or "-",
+            output.relative(job.result_at, now),
+            output.relative(job.expires_at, now, never="never"),
+        )
+    return grid

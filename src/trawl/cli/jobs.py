@@ -1,0 +1,92 @@
+"""``trawl status`` and ``trawl expire``: the state of jobs per task, and redoing results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.table import Table
+
+from trawl.cli import output
+from trawl.cli.common import json_option, open_store, task_option
+from trawl.model.ids import check_id, check_tag
+from trawl.model.records import TaskCounts
+
+
+@click.command("status")
+@json_option
+def status(as_json: bool) -> None:
+    """Show, per task, how many jobs are queued, running, done and failed.
+
+    DUE NOW counts jobs that a worker may claim at once (new, retrying, expired
+    or with a lapsed lease); UNHANDLED counts failures nobody has retried or
+    handled yet. A task marked "(not registered)" has jobs but no worker has
+    declared it.
+
+    With --json, prints one object:
+
+    \b
+    {"tasks": [{"task": "price", "version": "2", "registered": true,
+                "counts": {"queued": 0, "running": 0, "done": 3, "failed": 1},
+                "due_now": 0, "unhandled_failures": 1}]}
+    """
+    rows = open_store().status()
+    if as_json:
+        output.print_json({"tasks": [counts_json(row) for row in rows]})
+    elif not rows:
+        click.echo("no tasks yet: run `trawl worker APP` to register the app's tasks")
+    else:
+        output.print_table(_status_table(rows))
+
+
+def counts_json(row: TaskCounts) -> dict[str, Any]:
+    return {
+        "task": row.task,
+        "version": row.version,
+        "registered": row.registered,
+        "counts": {
+            "queued": row.queued,
+            "running": row.running,
+            "done": row.done,
+            "failed": row.failed,
+        },
+        "due_now": row.due_now,
+        "unhandled_failures": row.unhandled_failures,
+    }
+
+
+def _status_table(rows: list[TaskCounts]) -> Table:
+    columns = ("task", "version", "queued", "running", "done", "failed", "due now", "unhandled")
+    grid = output.table(*columns)
+    for column in grid.columns[2:]:
+        column.justify = "right"
+    for row in rows:
+        name = row.task if row.registered else f"{row.task} (not registered)"
+        counts = (row.queued, row.running, row.done, row.failed, row.due_now)
+        grid.add_row(
+            name,
+            row.version or "-",
+            *(f"{n:,}" for n in counts),
+            f"{row.unhandled_failures:,}",
+        )
+    return grid
+
+
+@click.command("expire")
+@task_option(required=True, help="The task whose results to redo.")
+@click.option("--tag", metavar="TAG", help="Only items carrying this tag.")
+@click.option("--id", "item", metavar="ID", help="Only this item (or alias).")
+def expire(task: str, tag: str | None, item: str | None) -> None:
+    """Make results of a task due again now, for all items, those with a tag, or one item.
+
+    Running jobs are left alone; everything else selected for the task is
+    claimable at once.
+    """
+    if tag is not None and item is not None:
+        raise click.UsageError("give --tag or --id, not both")
+    count = open_store().expire(
+        task,
+        tag=check_tag(tag) if tag is not None else None,
+        alias=check_id(item) if item is not None else None,
+    )
+    click.echo(f"{output.plural(count, 'job')} of task {task} due again now")

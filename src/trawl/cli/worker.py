@@ -1,0 +1,117 @@
+"""``trawl worker APP``: run an app's tasks until stopped (or idle)."""
+
+from __future__ import annotations
+
+import logging
+
+import click
+
+from trawl.cli import progress
+from trawl.cli.common import duration, settings
+from trawl.model.errors import InvalidInput
+from trawl.runtime.app import App
+from trawl.runtime.loader import load_app
+from trawl.runtime.worker import Worker, run_worker
+from trawl.store.url import display
+
+log = logging.getLogger("trawl.cli")
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+@click.command("worker")
+@click.argument("app_spec", metavar="APP")
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Tasks run at the same time (async slots; plain functions use threads).",
+)
+@click.option("--tasks", metavar="A,B", help="Run only these tasks (comma-separated).")
+@click.option("--exit-when-idle", is_flag=True, help="Exit once no job is due.")
+@click.option(
+    "--grace",
+    metavar="DURATION",
+    callback=duration,
+    default="30s",
+    show_default=True,
+    help="On SIGINT/SIGTERM, how long running tasks may take to finish.",
+)
+@click.option(
+    "--progress/--no-progress",
+    "show_progress",
+    default=True,
+    show_default=True,
+    help="Report progress on stderr: a live line on a terminal, else a log line.",
+)
+@click.option(
+    "--progress-every",
+    metavar="DURATION",
+    callback=duration,
+    default="5s",
+    show_default=True,
+    help="Time between progress log lines when stderr is not a terminal.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    default="info",
+    show_default=True,
+    help="How much the worker logs on stderr.",
+)
+@click.pass_context
+def worker(
+    ctx: click.Context,
+    app_spec: str,
+    concurrency: int,
+    tasks: str | None,
+    exit_when_idle: bool,
+    grace: float,
+    show_progress: bool,
+    progress_every: float,
+    log_level: str,
+) -> None:
+    """Run the tasks of APP, given as module:attr or path/to/file.py:attr.
+
+    The database is --db (or TRAWL_DB) when given, else the app's own db.
+    SIGINT or SIGTERM stops claiming, lets running tasks finish within --grace
+    and releases the rest so they are due again at once; a second signal exits
+    immediately (those leases then expire on their own). Logs go to stderr.
+    """
+    progress.configure_logging(log_level)
+    app = load_app(app_spec)
+    names = _task_names(tasks, app)
+    with progress.reporter(show_progress, progress_every) as on_progress:
+        runner = Worker(
+            app,
+            url=settings().db or app.db,
+            concurrency=concurrency,
+            tasks=names,
+            exit_when_idle=exit_when_idle,
+            grace=grace,
+            on_progress=on_progress,
+        )
+        log.info(
+            "worker %s: tasks %s on %s, concurrency %d",
+            runner.owner,
+            ", ".join(runner.defs),
+            display(runner.url),
+            concurrency,
+        )
+        code = run_worker(runner)
+    ctx.exit(code)
+
+
+def _task_names(tasks: str | None, app: App) -> list[str] | None:
+    if not app.tasks:
+        raise InvalidInput("the app declares no tasks: decorate functions with @app.task")
+    if tasks is None:
+        return None
+    names = [name.strip() for name in tasks.split(",") if name.strip()]
+    if not names:
+        raise click.BadParameter("name at least one task", param_hint="--tasks")
+    for name in names:
+        app.get(name)  # raises UnknownTask naming the app's tasks
+    return names
