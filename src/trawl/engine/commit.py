@@ -32,13 +32,15 @@ def commit(store: Store, results: Sequence[AttemptResult]) -> CommitReport:
         now = store.clock()
         plain = [r for r in results if not _has_effects(r)]
         held = store.apply_outcomes([_row(r, now) for r in plain], now)
-        done = [r for r in plain if r.job_id in held]
+        done = [r for r in plain if (r.job_id, r.attempt) in held]
         for result in results:
             if _has_effects(result):
                 applied = _commit_with_effects(store, result, now, report)
                 if applied is not None:
                     done.append(applied)
-        stale = [r for r in results if r.job_id not in {d.job_id for d in done}]
+        # By attempt, not job: a batch may hold a lost attempt and the one that replaced it.
+        committed = {(d.job_id, d.attempt) for d in done}
+        stale = [r for r in results if (r.job_id, r.attempt) not in committed]
         _record(store, done, stale, now)
         if any(r.outcome is Outcome.RELEASED for r in done):
             store.notify()

@@ -117,9 +117,10 @@ class EffectApplier:
                 {
                     "result": new,
                     "result_version": None,
-                    "result_at": self.now,
+                    "result_at": None,  # no run made it
                     "expires_at": None,
                     "succeeded": None,
+                    "ever_run": False,
                 },
             )
         else:

@@ -8,21 +8,25 @@ from trawl.store.database import Database
 from trawl.store.sql import q
 
 _RESULT = q(
-    "SELECT result, result_version, result_at, expires_at, succeeded FROM jobs"
+    "SELECT result, result_version, result_at, expires_at, succeeded, ever_run FROM jobs"
     " WHERE item_id = :item_id AND task = :task"
 )
 _RESULTS = q(
-    "SELECT task, result, result_version, result_at, expires_at, succeeded FROM jobs"
+    "SELECT task, result, result_version, result_at, expires_at, succeeded, ever_run"
+    " FROM jobs"
     " WHERE item_id = :item_id AND result IS NOT NULL"
 )
 _SET_RESULT = q("UPDATE jobs SET result = :result WHERE item_id = :item_id AND task = :task")
+# A job created only to hold metadata (a merge, another task's update_metadata) is done only
+# if the result came from a run; otherwise it stays queued, so selecting it later runs it.
 _PUT_RESULT = q(
     """
     INSERT INTO jobs (item_id, task, status, due_at, ready, attempt, niceness, ever_run,
                       selected, result, result_version, result_at, expires_at, succeeded,
                       fail_count)
-    VALUES (:item_id, :task, 'done', NULL, false, 0, 0, true, false, :result, :result_version,
-            :result_at, :expires_at, :succeeded, 0)
+    VALUES (:item_id, :task, CASE WHEN :ever_run THEN 'done' ELSE 'queued' END, NULL, false,
+            0, 0, :ever_run, false, :result, :result_version, :result_at, :expires_at,
+            :succeeded, 0)
     ON CONFLICT (item_id, task) DO UPDATE SET
         result = excluded.result, result_version = excluded.result_version,
         result_at = excluded.result_at, expires_at = excluded.expires_at,
@@ -85,4 +89,4 @@ class Results:
         return int(self.db.execute(_SET_TTL, params).rowcount)
 
 
-_RESULT_KEYS = ("result", "result_version", "result_at", "expires_at", "succeeded")
+_RESULT_KEYS = ("result", "result_version", "result_at", "expires_at", "succeeded", "ever_run")

@@ -47,7 +47,7 @@ COMMIT_POSTGRES = q(
     UPDATE jobs SET {_SET_OUTCOME}
     FROM unnest({_PG_ARRAYS}) AS b({", ".join(OUTCOME_COLUMNS)})
     WHERE {_FENCE}
-    RETURNING jobs.id
+    RETURNING jobs.id, jobs.attempt
     """
 )
 
@@ -57,13 +57,13 @@ COMMIT_SQLITE = q(
     FROM (SELECT {", ".join(f"value ->> {i} AS {c}" for i, c in enumerate(OUTCOME_COLUMNS))}
           FROM json_each(:batch)) AS b
     WHERE {_FENCE}
-    RETURNING jobs.id
+    RETURNING jobs.id, jobs.attempt
     """
 )
 
 RENEW_POSTGRES = q(
     f"""
-    UPDATE jobs SET due_at = :now + b.timeout
+    UPDATE jobs SET due_at = :now + b.timeout, ready = false
     FROM unnest(CAST(:id AS bigint[]), CAST(:attempt AS int[]), CAST(:timeout AS float8[]))
          AS b(id, attempt, timeout)
     WHERE {_FENCE}
@@ -73,7 +73,7 @@ RENEW_POSTGRES = q(
 
 RENEW_SQLITE = q(
     f"""
-    UPDATE jobs SET due_at = :now + b.timeout
+    UPDATE jobs SET due_at = :now + b.timeout, ready = false
     FROM (SELECT value ->> 0 AS id, value ->> 1 AS attempt, value ->> 2 AS timeout
           FROM json_each(:batch)) AS b
     WHERE {_FENCE}

@@ -1,0 +1,162 @@
+"""Small builders shared by the integration tests: a fake clock, tasks, claims, attempts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from trawl.engine import backoff
+from trawl.engine.commit import commit
+from trawl.model.effects import Effect
+from trawl.model.records import (
+    AttemptResult,
+    ClaimedJob,
+    CommitReport,
+    FailureInfo,
+    JobView,
+    NewItem,
+    TaskInfo,
+)
+from trawl.model.states import Outcome
+from trawl.store import codec
+from trawl.store.store import Store
+
+START = 1_700_000_000.0
+LEASE = 60.0
+BACKOFF = 10.0
+
+
+class FakeClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self, now: float = START) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        self.now += seconds
+        return self.now
+
+
+def task(
+    name: str = "price",
+    tags: Iterable[str] = ("product",),
+    *,
+    version: str = "1",
+    ttl: float | None = None,
+    retries: int = 3,
+    niceness: int = 0,
+) -> TaskInfo:
+    return TaskInfo(
+        name=name,
+        version=version,
+        tags=tuple(tags),
+        ttl=ttl,
+        timeout=LEASE,
+        retries=retries,
+        niceness=niceness,
+    )
+
+
+def item(item_id: str, *tags: str, niceness: int | None = None, **data: Any) -> NewItem:
+    return NewItem(id=item_id, tags=tuple((t, None) for t in tags), data=data, niceness=niceness)
+
+
+def claim(
+    store: Store, *tasks: str, limit: int = 100, owner: str = "w1", lease: float = LEASE
+) -> list[ClaimedJob]:
+    return store.claim(dict.fromkeys(tasks or ("price",), lease), limit, owner)
+
+
+def claim_one(store: Store, task_name: str = "price", owner: str = "w1") -> ClaimedJob:
+    jobs = claim(store, task_name, limit=1, owner=owner)
+    assert len(jobs) == 1, f"expected one claimable {task_name} job, got {jobs}"
+    return jobs[0]
+
+
+def success(
+    job: ClaimedJob,
+    result: dict[str, Any] | None = None,
+    *,
+    version: str = "1",
+    ttl: float | None = None,
+    effects: tuple[Effect, ...] = (),
+    retries: int = 3,
+) -> AttemptResult:
+    """A successful attempt; like a worker, it carries the delay to use should its effects
+    fail at commit and turn it into a failure."""
+    return AttemptResult(
+        job_id=job.job_id,
+        item_id=job.item_id,
+        task=job.task,
+        attempt=job.attempt,
+        outcome=Outcome.SUCCESS,
+        version=version,
+        ttl=ttl,
+        result=None if result is None else codec.dumps(result),
+        effects=effects,
+        retry_delay=backoff.retry_delay(job.fail_count + 1, retries, BACKOFF),
+    )
+
+
+def failure(
+    job: ClaimedJob,
+    message: str = "boom",
+    *,
+    retries: int = 3,
+    effects: tuple[Effect, ...] = (),
+    allow: bool = False,
+) -> AttemptResult:
+    """A failed attempt, with the retry delay a worker would compute for it."""
+    return AttemptResult(
+        job_id=job.job_id,
+        item_id=job.item_id,
+        task=job.task,
+        attempt=job.attempt,
+        outcome=Outcome.FAILURE,
+        version="1",
+        ttl=None,
+        failure=FailureInfo(error_type="RuntimeError", message=message, traceback="tb"),
+        retry_delay=backoff.retry_delay(job.fail_count + 1, retries, BACKOFF),
+        effects=effects,
+        apply_on_failure=allow,
+    )
+
+
+def commit_one(store: Store, result: AttemptResult) -> CommitReport:
+    return commit(store, [result])
+
+
+def job_of(store: Store, alias: str, task_name: str = "price") -> JobView:
+    view = store.get_item(alias)
+    assert view is not None, f"no item {alias!r}"
+    jobs = [j for j in view.jobs if j.task == task_name]
+    assert jobs, f"item {alias!r} has no {task_name} job"
+    return jobs[0]
+
+
+def due_at(store: Store, alias: str, task_name: str = "price") -> float:
+    due = job_of(store, alias, task_name).due_at
+    assert due is not None, f"the {task_name} job of {alias!r} is not due at all"
+    return due
+
+
+def data_of(store: Store, alias: str) -> dict[str, Any]:
+    view = store.get_item(alias)
+    assert view is not None, f"no item {alias!r}"
+    return view.data
+
+
+def claimed_ids(jobs: Iterable[ClaimedJob]) -> list[str]:
+    return [j.item_id for j in jobs]
+
+
+def journal_kinds(store: Store, since: int = 0) -> list[str]:
+    return [e.kind for e in store.journal(since)]
+
+
+def last_seq(store: Store) -> int:
+    entries = store.journal()
+    return entries[-1].seq if entries else 0

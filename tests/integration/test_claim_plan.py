@@ -1,0 +1,185 @@
+"""The claim stays an index range scan however many jobs wait in the table.
+
+50,000 jobs that are not due (done, due later) and a few hundred due ones; then the exact
+statements of ``trawl.store.claim`` are explained with the parameters a worker passes. A plan
+that reads the whole jobs (or items) table fails here before it makes claims slow at scale.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from tests.support import pg
+from trawl.store import claim
+from trawl.store.store import Store
+
+WAITING = 50_000
+DUE = 300
+NOW = 1_700_000_000.0
+TASKS = ["price", "stock"]
+TIMEOUTS = [300.0, 60.0]
+LIMIT = 32
+BACKLOG = NOW + 10 * WAITING  # a worker back after an outage: every waiting job is due
+
+_SERIES = {
+    "postgresql": "SELECT g FROM generate_series(1, :n) AS g",
+    "sqlite": "WITH RECURSIVE s(g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM s WHERE g < :n) "
+    "SELECT g FROM s",
+}
+_ITEMS = """
+    INSERT INTO items (id, data, created_at, updated_at)
+    SELECT 'url:https://example.com/' || g, '{{}}', :now, :now FROM ({series}) AS n
+"""
+# The first DUE jobs are queued and due (in jobs_claim); the rest are done and due later, one
+# every few seconds from an hour on (in jobs_pending), like results with a TTL.
+_JOBS = """
+    INSERT INTO jobs (item_id, task, status, due_at, ready, attempt, niceness, ever_run,
+                      selected, fail_count)
+    SELECT 'url:https://example.com/' || g, CASE WHEN g % 2 = 0 THEN 'price' ELSE 'stock' END,
+           CASE WHEN g <= :due THEN 'queued' ELSE 'done' END,
+           CASE WHEN g <= :due THEN :now - g ELSE :now + 3600 + 5 * g END,
+           g <= :due, 0, 0, g > :due, true, 0
+    FROM ({series}) AS n
+"""
+
+
+def fill(store: Store) -> None:
+    series = _SERIES[store.db.dialect]
+    params = {"n": DUE + WAITING, "due": DUE, "now": NOW}
+    with store.db.write():
+        store.db.execute(sa.text(_ITEMS.format(series=series)), params)
+        store.db.execute(sa.text(_JOBS.format(series=series)), params)
+
+
+def claim_params(now: float = NOW) -> dict[str, object]:
+    return {"now": now, "limit": LIMIT, "owner": "host:1234:abc"}
+
+
+# -- PostgreSQL -----------------------------------------------------------------------------
+
+pg_only = pytest.mark.postgres
+
+
+@pytest.fixture(scope="module")
+def pg_store(pg_admin_url: str, pg_template: str) -> Iterator[Store]:
+    """One filled database for the module: explaining a statement does not change it."""
+    name = f"trawl_plan_{os.getpid()}"
+    url = pg.create_database(pg_admin_url, name, template=pg_template)
+    with Store(url) as store:
+        fill(store)
+        store.db.execute(sa.text("ANALYZE"))
+        yield store
+    pg.drop_database(pg_admin_url, name)
+
+
+def explain(store: Store, statement: sa.TextClause, params: dict[str, object]) -> str:
+    with store.db.read():
+        rows = store.db.execute(sa.text("EXPLAIN " + statement.text), params)
+        return "\n".join(row[0] for row in rows)
+
+
+def assert_index_only(plan: str, index: str) -> None:
+    assert f"using {index} on jobs" in plan, plan
+    assert "Seq Scan on jobs" not in plan, plan
+    assert "Seq Scan on items" not in plan, plan
+
+
+def pg_claim_params(now: float = NOW) -> dict[str, object]:
+    return claim_params(now) | {"tasks": TASKS, "timeouts": TIMEOUTS}
+
+
+@pg_only
+def test_postgres_claim_scans_only_the_claim_index(pg_store: Store) -> None:
+    assert_index_only(explain(pg_store, claim.CLAIM_POSTGRES, pg_claim_params()), "jobs_claim")
+
+
+@pg_only
+@pytest.mark.parametrize("now", [NOW, BACKLOG], ids=["steady", "backlog"])
+def test_postgres_promote_scans_only_the_pending_index(pg_store: Store, now: float) -> None:
+    plan = explain(pg_store, claim.PROMOTE_POSTGRES, {"now": now})
+    assert_index_only(plan, "jobs_pending")
+
+
+# psycopg prepares a statement it has run a few times; PostgreSQL may then plan it once for
+# any parameters (a generic plan), which must not fall back to scanning the table either.
+_TYPES = {"tasks": "text[]", "timeouts": "float8[]", "now": "float8", "limit": "int"}
+_TYPES_OWNER = _TYPES | {"owner": "text"}
+
+
+def generic_plan(store: Store, statement: sa.TextClause, types: dict[str, str]) -> str:
+    names = list(types)
+    text = re.sub(r"(?<!:):(\w+)", lambda m: f"${names.index(m.group(1)) + 1}", statement.text)
+    values = {
+        "tasks": "'{price,stock}'",
+        "timeouts": "'{300,60}'",
+        "now": repr(NOW),
+        "limit": str(LIMIT),
+        "owner": "'host:1234:abc'",
+    }
+    args = ", ".join(values[name] for name in names)
+    with store.db.read():
+        store.db.execute(sa.text(f"PREPARE stmt ({', '.join(types.values())}) AS {text}"))
+        store.db.execute(sa.text("SET LOCAL plan_cache_mode = force_generic_plan"))
+        plan = "\n".join(r[0] for r in store.db.execute(sa.text(f"EXPLAIN EXECUTE stmt({args})")))
+        store.db.execute(sa.text("DEALLOCATE stmt"))
+    return plan
+
+
+@pg_only
+def test_postgres_generic_plans_stay_on_their_indexes(pg_store: Store) -> None:
+    assert_index_only(generic_plan(pg_store, claim.CLAIM_POSTGRES, _TYPES_OWNER), "jobs_claim")
+    promote = generic_plan(pg_store, claim.PROMOTE_POSTGRES, {"now": "float8"})
+    assert_index_only(promote, "jobs_pending")
+
+
+# -- SQLite ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["fresh", "analyzed"])
+def sqlite_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path
+) -> Iterator[Store]:
+    path = tmp_path_factory.mktemp("plan") / "trawl.db"
+    shutil.copy(sqlite_template, path)
+    with Store(f"sqlite:///{path}") as store:
+        fill(store)
+        if request.param:
+            store.db.execute(sa.text("ANALYZE"))
+        yield store
+
+
+def query_plan(store: Store, statement: sa.TextClause, params: dict[str, object]) -> list[str]:
+    rows = store.db.execute(sa.text("EXPLAIN QUERY PLAN " + statement.text), params)
+    return [row[3] for row in rows]
+
+
+def assert_searches(plan: list[str], index: str) -> None:
+    assert any(re.search(rf"USING (COVERING )?INDEX {index}\b", line) for line in plan), plan
+    full_scans = [line for line in plan if re.match(r"SCAN (jobs|items)\b", line)]
+    assert full_scans == [], plan
+
+
+def test_sqlite_claim_searches_the_claim_index(sqlite_store: Store) -> None:
+    params = claim_params() | claim.claim_sqlite_params(TASKS, TIMEOUTS)
+    plan = query_plan(sqlite_store, claim.claim_sqlite(len(TASKS)), params)
+    assert_searches(plan, "jobs_claim")
+
+
+@pytest.mark.parametrize("now", [NOW, BACKLOG], ids=["steady", "backlog"])
+def test_sqlite_promote_searches_the_pending_index(sqlite_store: Store, now: float) -> None:
+    assert_searches(query_plan(sqlite_store, claim.PROMOTE_SQLITE, {"now": now}), "jobs_pending")
+
+
+def test_the_explained_claim_takes_the_oldest_due_jobs(sqlite_url: str) -> None:
+    with Store(sqlite_url, clock=lambda: NOW) as store:
+        fill(store)
+        jobs = store.claim(dict(zip(TASKS, TIMEOUTS, strict=True)), LIMIT, "w")
+    numbers = sorted(int(j.item_id.rsplit("/", 1)[1]) for j in jobs)
+    assert numbers == list(range(DUE - LIMIT + 1, DUE + 1))

@@ -1,0 +1,134 @@
+"""A real worker, run in this process until it is idle, against each backend."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+import trawl
+from tests.integration.helpers import item, job_of
+from trawl.model.records import FailureRecord
+from trawl.runtime.worker import Worker
+from trawl.store.store import Store
+
+COUNT = 20
+
+# The worker's listener thread must not crash when the worker stops.
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+
+
+def run(app: trawl.App, url: str, tasks: list[str] | None = None) -> Worker:
+    worker = Worker(app, url=url, concurrency=8, exit_when_idle=True, tasks=tasks, grace=5)
+    assert asyncio.run(worker.run()) == 0
+    return worker
+
+
+def add(url: str, *items: Any) -> None:
+    with Store(url) as store:
+        store.add_items(list(items))
+
+
+def products(url: str, count: int = COUNT) -> list[str]:
+    ids = [f"sku:{n}" for n in range(count)]
+    add(url, *(item(i, "product", n=n) for n, i in enumerate(ids)))
+    return ids
+
+
+def results(url: str, ids: list[str], task: str = "price") -> dict[str, Any]:
+    """The stored result of *task* per item; also checks the worker left nothing running."""
+    with Store(url) as store:
+        assert all(s.running == 0 for s in store.status()), "the worker left a job running"
+        return {i: job_of(store, i, task).result for i in ids}
+
+
+def failures(url: str) -> list[FailureRecord]:
+    with Store(url) as store:
+        return store.failures()
+
+
+def test_a_result_that_is_not_json_fails_only_its_job(db_url: str) -> None:
+    app = trawl.App()
+
+    @app.task(tags=["product"], retries=0)
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        if ctx.id == "sku:3":
+            return {"when": object()}
+        if ctx.id == "sku:4":
+            return [1, 2]  # type: ignore[return-value]
+        return {"n": ctx.data["n"]}
+
+    ids = products(db_url)
+    worker = run(app, db_url)
+    assert (worker.stats.done, worker.stats.failed) == (COUNT - 2, 2)
+    messages = {f.item_id: f.message for f in failures(db_url)}
+    assert "task 'price' returned a result that is not JSON-serialisable" in messages["sku:3"]
+    assert "task 'price' returned list: a result must be a JSON object" in messages["sku:4"]
+    done = {i: r for i, r in results(db_url, ids).items() if i not in messages}
+    assert done == {f"sku:{n}": {"n": n} for n in range(COUNT) if n not in (3, 4)}
+
+
+def test_a_plain_def_task_runs_in_a_thread_and_can_read(db_url: str) -> None:
+    app = trawl.App()
+    main = threading.get_ident()
+
+    @app.task(tags=["product"])
+    def price(ctx: trawl.Context) -> dict[str, Any]:
+        other = ctx.get_item_sync("sku:0")
+        assert other is not None
+        return {"in_thread": threading.get_ident() != main, "first": other.data["n"]}
+
+    ids = products(db_url, 5)
+    run(app, db_url)
+    assert list(results(db_url, ids).values()) == [{"in_thread": True, "first": 0}] * 5
+
+
+def test_a_task_that_runs_past_its_timeout_is_recorded_as_failed(db_url: str) -> None:
+    app = trawl.App()
+
+    @app.task(tags=["product"], timeout="0.3s", retries=0)
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        if ctx.id == "sku:1":
+            await asyncio.sleep(30)
+        return {"ok": True}
+
+    ids = products(db_url, 4)
+    started = time.monotonic()
+    run(app, db_url)
+    assert time.monotonic() - started < 10
+    [failure] = failures(db_url)
+    assert (failure.item_id, failure.error_type) == ("sku:1", "TaskTimeout")
+    assert "task 'price' exceeded its timeout of 0.3s" in failure.message
+    assert sorted(i for i, r in results(db_url, ids).items() if r == {"ok": True}) == [
+        "sku:0",
+        "sku:2",
+        "sku:3",
+    ]
+
+
+def test_async_tasks_read_items_through_aliases_and_other_tasks_metadata(db_url: str) -> None:
+    app = trawl.App()
+
+    @app.task(tags=["product"])
+    async def stock(ctx: trawl.Context) -> dict[str, Any]:
+        ctx.create_alias(f"ean:{ctx.data['n']}")
+        return {"left": ctx.data["n"] * 10}
+
+    @app.task(tags=["product"])
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        same = await ctx.get_item(f"ean:{ctx.data['n']}")
+        stocked = await ctx.get_metadata("stock")
+        missing = await ctx.get_metadata("stock", id="sku:nope")
+        assert same is not None
+        assert stocked is not None
+        return {"canonical": same.id, "left": stocked["left"], "missing": missing}
+
+    ids = products(db_url, 6)
+    run(app, db_url, tasks=["stock"])
+    run(app, db_url, tasks=["price"])
+    assert results(db_url, ids) == {
+        f"sku:{n}": {"canonical": f"sku:{n}", "left": n * 10, "missing": None} for n in range(6)
+    }
