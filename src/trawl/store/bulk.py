@@ -12,7 +12,7 @@ from trawl.model.records import NewItem
 from trawl.model.states import Journal
 from trawl.store import codec, schema
 from trawl.store.database import Database
-from trawl.store.sql import JOURNAL, q
+from trawl.store.sql import q
 
 _JOBS = """
     INSERT INTO jobs (item_id, task, status, due_at, ready, attempt, niceness,
@@ -50,7 +50,7 @@ def add_items(
     ]
     _insert(db, schema.tags, None, rows)
     _create_jobs(db, [wanted[i] for i in created], now)
-    db.executemany(JOURNAL, _journal(created, wanted, now, created_by))
+    db.journal(_journal(created, wanted, now, created_by))
     return created
 
 

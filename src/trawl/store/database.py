@@ -20,6 +20,12 @@ from trawl.store import url as urls
 
 Params = Mapping[str, Any]
 
+JOURNAL_LOCK = 0x7472_6177_6C00  # "trawl\0": the advisory lock that orders journal seqs
+JOURNAL_INSERT = sa.text(
+    "INSERT INTO journal (at, kind, item_id, task, detail) "
+    "VALUES (:at, :kind, :item_id, :task, :detail)"
+)
+
 
 class Database:
     """A single connection (callers use it from one thread at a time)."""
@@ -31,6 +37,7 @@ class Database:
         self._conn: sa.Connection | None = None
         self._depth = 0
         self._savepoints = itertools.count()
+        self._journal: list[dict[str, Any]] = []
 
     @property
     def is_sqlite(self) -> bool:
@@ -84,11 +91,29 @@ class Database:
         except BaseException:
             self._abort(conn)
             raise
+        self._flush_journal(conn)
         self._depth = 0
         self._run(conn, "COMMIT")
 
+    def journal(self, rows: Sequence[Params]) -> None:
+        """Queue journal rows; they are written just before this transaction commits."""
+        self._journal.extend(dict(row) for row in rows)
+
+    def _flush_journal(self, conn: sa.Connection) -> None:
+        rows, self._journal = self._journal, []
+        if not rows:
+            return
+        if not self.is_sqlite:
+            # Journal seqs must become visible in order, or a reader following the journal
+            # from a cursor could pass a seq whose transaction commits later and never see
+            # it. Taking the seqs under a lock held until COMMIT orders them; the lock covers
+            # only this insert and the commit, not the work before it.
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})")
+        conn.execute(JOURNAL_INSERT, rows)
+
     def _abort(self, conn: sa.Connection) -> None:
         self._depth = 0
+        self._journal = []
         try:
             conn.exec_driver_sql("ROLLBACK")
         except Exception:
@@ -110,9 +135,11 @@ class Database:
         conn = self.conn
         conn.exec_driver_sql(f"SAVEPOINT {name}")
         self._depth += 1
+        journaled = len(self._journal)
         try:
             yield conn
         except BaseException:
+            del self._journal[journaled:]  # what the savepoint undid is not journaled
             conn.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
             conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
             raise

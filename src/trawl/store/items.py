@@ -11,7 +11,6 @@ from trawl.store import codec
 from trawl.store.database import Database
 from trawl.store.sql import (
     DESELECT_ORPHANED_JOBS,
-    JOURNAL,
     RESOLVE,
     SELECT_JOBS_FOR_TAG,
     q,
@@ -176,13 +175,14 @@ class Items:
     def journal(
         self, kind: Journal, now: float, item_id: str | None, task: str | None, detail: Any
     ) -> None:
-        self.db.execute(
-            JOURNAL,
-            {
-                "at": now,
-                "kind": kind.value,
-                "item_id": item_id,
-                "task": task,
-                "detail": None if detail is None else codec.dumps(detail),
-            },
+        self.db.journal(
+            [
+                {
+                    "at": now,
+                    "kind": kind.value,
+                    "item_id": item_id,
+                    "task": task,
+                    "detail": None if detail is None else codec.dumps(detail),
+                }
+            ]
         )

@@ -12,11 +12,6 @@ def q(text: str) -> sa.TextClause:
 
 RESOLVE = q("SELECT item_id FROM aliases WHERE alias = :alias")
 
-JOURNAL = q(
-    "INSERT INTO journal (at, kind, item_id, task, detail) "
-    "VALUES (:at, :kind, :item_id, :task, :detail)"
-)
-
 # New jobs for every task a tag selects; jobs a removed tag had deselected come back.
 SELECT_JOBS_FOR_TAG = q(
     """

@@ -26,7 +26,7 @@ from trawl.store import claim as claims
 from trawl.store.database import Database
 from trawl.store.items import Items
 from trawl.store.results import Results
-from trawl.store.sql import JOURNAL, NOTIFY, q
+from trawl.store.sql import NOTIFY, q
 
 Clock = Callable[[], float]
 
@@ -227,9 +227,9 @@ class Store:
             params["now"] = self.clock()
             return set(self.db.execute(stmt, params).scalars())
 
-    def apply_outcomes(self, rows: Sequence[Sequence[Any]], now: float) -> set[int]:
-        """Fenced transitions for a batch (inside the caller's transaction): the job ids
-        that were still held and are now committed."""
+    def apply_outcomes(self, rows: Sequence[Sequence[Any]], now: float) -> set[tuple[int, int]]:
+        """Fenced transitions for a batch (inside the caller's transaction): the (job id,
+        attempt) pairs that were still held and are now committed."""
         if not rows:
             return set()
         columns = transitions.OUTCOME_COLUMNS
@@ -238,13 +238,13 @@ class Store:
         stmt = transitions.statement(
             self.is_sqlite, transitions.COMMIT_SQLITE, transitions.COMMIT_POSTGRES
         )
-        return set(self.db.execute(stmt, params).scalars())
+        return {(job_id, attempt) for job_id, attempt in self.db.execute(stmt, params)}
 
     def record_failures(self, rows: Sequence[dict[str, Any]]) -> None:
         self.db.executemany(_FAILURE, rows)
 
     def journal_many(self, rows: Sequence[dict[str, Any]]) -> None:
-        self.db.executemany(JOURNAL, rows)
+        self.db.journal(rows)
 
     def notify(self) -> None:
         """Tell waiting workers that new work is due (PostgreSQL; SQLite workers poll)."""
