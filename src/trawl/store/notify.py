@@ -6,8 +6,6 @@ import contextlib
 import threading
 from collections.abc import Callable
 
-import psycopg
-
 from trawl.store import url as urls
 
 CHANNEL = "trawl_work"
@@ -36,6 +34,8 @@ class Listener:
         self._stop.set()
 
     def _run(self) -> None:
+        import psycopg  # only PostgreSQL workers pay for importing the driver
+
         while not self._stop.is_set():
             try:
                 with psycopg.connect(self._dsn, autocommit=True, connect_timeout=10) as conn:
