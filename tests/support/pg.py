@@ -41,7 +41,8 @@ def _bin(name: str) -> str:
     return candidates[-1]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (right now)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -67,7 +68,7 @@ class Cluster:
         self.root = Path(tempfile.mkdtemp(prefix="trawl-pg-"))
         if self._prefix:
             shutil.chown(self.root, "postgres", "postgres")
-        self.data, self.port = self.root / "data", _free_port()
+        self.data, self.port = self.root / "data", free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         try:
             self._pg(

@@ -10,10 +10,10 @@ import os
 import secrets
 import signal
 import socket
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from trawl.engine import backoff
@@ -71,7 +71,6 @@ class Worker:
         self._stopping = False
         self._cancelling = False
         self._signals = 0
-        self._threads = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="trawl-task")
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -99,7 +98,6 @@ class Worker:
                 self._remove_signals(loop)
         finally:
             await asyncio.to_thread(self.db.close)
-            self._threads.shutdown(wait=False, cancel_futures=True)
         log.info("worker %s stopped: %s", self.owner, self.stats.line())
         return 0
 
@@ -124,7 +122,9 @@ class Worker:
             await asyncio.gather(*helpers, return_exceptions=True)
 
     def _wake_from_thread(self, loop: asyncio.AbstractEventLoop) -> None:
-        loop.call_soon_threadsafe(self._wake.set)
+        # The listener thread can outlive run() by a moment; a closed loop has no one to wake.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._wake.set)
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -216,9 +216,7 @@ class Worker:
             if d.is_async:
                 value = await asyncio.wait_for(d.fn(ctx), d.timeout)
             else:
-                value = await asyncio.wait_for(
-                    loop.run_in_executor(self._threads, d.fn, ctx), d.timeout
-                )
+                value = await asyncio.wait_for(_in_daemon_thread(loop, d.fn, ctx), d.timeout)
             encoded = None if value is None else _encode_result(d.name, value)
         except asyncio.CancelledError:
             if self._cancelling:
@@ -377,6 +375,37 @@ class Worker:
                 log.warning("%s failed, retrying in %.1fs: %s", what, delay, error)
                 await asyncio.sleep(delay)
                 delay = min(RETRY_MAX, delay * 2)
+
+
+def _in_daemon_thread(
+    loop: asyncio.AbstractEventLoop, fn: Callable[[Context], Any], ctx: Context
+) -> asyncio.Future[Any]:
+    """Run a plain ``def`` task on a thread of its own.
+
+    Not a ThreadPoolExecutor: its threads are joined at interpreter exit, so a task stuck
+    past its timeout or the grace period would keep the worker from exiting, and would hold
+    a pool slot that later tasks queue behind. A daemon thread is simply abandoned.
+    """
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return  # timed out or cancelled meanwhile: the result is not wanted
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def run() -> None:
+        try:
+            value, error = fn(ctx), None
+        except BaseException as failure:
+            value, error = None, failure
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=run, name=f"trawl-task-{ctx.task}", daemon=True).start()
+    return future
 
 
 def _encode_result(task: str, value: Any) -> str:
