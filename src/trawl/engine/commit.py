@@ -7,6 +7,7 @@ the attempt is recorded as failed instead. Stale attempts (lease lost) change no
 
 from __future__ import annotations
 
+import logging
 import traceback
 from collections.abc import Sequence
 from dataclasses import replace
@@ -15,7 +16,10 @@ from typing import Any
 from trawl.engine.effects import EffectApplier
 from trawl.model.records import AttemptResult, CommitReport, FailureInfo
 from trawl.model.states import Journal, Outcome
+from trawl.store import scheduling
 from trawl.store.store import Store
+
+log = logging.getLogger("trawl.commit")
 
 _STATUS = {Outcome.SUCCESS: "done", Outcome.FAILURE: "failed", Outcome.RELEASED: "queued"}
 _KIND = {
@@ -42,11 +46,22 @@ def commit(store: Store, results: Sequence[AttemptResult]) -> CommitReport:
         committed = {(d.job_id, d.attempt) for d in done}
         stale = [r for r in results if (r.job_id, r.attempt) not in committed]
         _record(store, done, stale, now)
-        if any(r.outcome is Outcome.RELEASED for r in done):
-            store.notify()
+        _after(store, done, now)
     report.committed.extend(r.job_id for r in done)
     report.stale.extend(r.job_id for r in stale)
     return report
+
+
+def _after(store: Store, done: Sequence[AttemptResult], now: float) -> None:
+    """Consequences of the batch for other jobs: dependents wake, failing tasks stop."""
+    succeeded = [(r.item_id, r.task, r.changed) for r in done if r.outcome is Outcome.SUCCESS]
+    woken = scheduling.wake_dependents(store.db, succeeded, now)
+    failing = {r.task for r in done if r.outcome is Outcome.FAILURE and not r.apply_on_failure}
+    if failing:
+        for task in scheduling.stop_failing(store.items, failing, now):
+            log.warning("task %s paused: too many unhandled failures", task)
+    if woken or any(r.outcome is Outcome.RELEASED for r in done):
+        store.notify()
 
 
 def _has_effects(result: AttemptResult) -> bool:
@@ -102,6 +117,9 @@ def _row(r: AttemptResult, now: float) -> tuple[Any, ...]:
         r.version,
         r.ttl,
         retry_at,
+        r.result_hash,
+        r.revisit_offset if r.outcome is Outcome.SUCCESS else None,
+        r.not_found and r.outcome is Outcome.FAILURE,
     )
 
 
@@ -122,6 +140,8 @@ def _record(
                 "message": r.failure.message,
                 "traceback": r.failure.traceback,
                 "occurred_at": now,
+                # allow_failure: recorded, but not counted against max_failures
+                "allowed": r.apply_on_failure,
             }
             for r in done
             if r.outcome is Outcome.FAILURE and r.failure is not None

@@ -8,7 +8,7 @@ from typing import Any
 from trawl.model import effects as fx
 from trawl.model.errors import ItemExists
 from trawl.model.states import Journal
-from trawl.store import codec
+from trawl.store import codec, scheduling
 from trawl.store.store import Store
 
 
@@ -41,6 +41,28 @@ class EffectApplier:
             fail_if_exists=e.fail_if_exists,
             task=self.task,
         )
+
+    @apply.register
+    def _(self, e: fx.UpsertItem) -> None:
+        tags = [(t.name, t.value) for t in e.tags]
+        item_id = self.items.resolve(e.id)
+        if item_id is None:
+            self.items.create(
+                e.id,
+                data=e.data,
+                tags=tags,
+                now=self.now,
+                created_by=e.created_by,
+                task=self.task,
+            )
+            item_id = e.id
+        else:
+            if e.data:
+                merged = self.items.data_for_update(item_id) | e.data
+                self.items.set_data(item_id, merged, self.now, self.task)
+            for name, value in tags:
+                self.items.add_tag(item_id, name, value, now=self.now, task=self.task)
+        scheduling.relist(self.store.db, item_id, self.now, e.last_update)
 
     @apply.register
     def _(self, e: fx.RenameItem) -> None:

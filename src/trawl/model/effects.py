@@ -29,6 +29,15 @@ class CreateItem:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class UpsertItem:
+    id: str
+    tags: tuple[TagSpec, ...] = ()
+    data: JSONObject = field(default_factory=dict)
+    last_update: float | None = None
+    created_by: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class RenameItem:
     to: str
     from_: str
@@ -107,6 +116,7 @@ class Log:
 
 Effect = (
     CreateItem
+    | UpsertItem
     | RenameItem
     | MergeItem
     | DeleteItem

@@ -39,6 +39,12 @@ class AliasError(TrawlError):
     """An alias operation that would break the single-level alias rule."""
 
 
+class NotFound(TrawlError):
+    """Raise from a task when the source says the thing is gone (HTTP 404/410, a deleted
+    repository): the job waits its not-found cooldown instead of retrying soon, and after
+    several in a row it is disabled until the item is listed again."""
+
+
 class DatabaseUnavailable(TrawlError, ConnectionError):
     """The database cannot be reached or refused the connection."""
 

@@ -20,6 +20,9 @@ class TaskInfo:
     timeout: float
     retries: int
     niceness: int = 0
+    depends_on: tuple[str, ...] = ()
+    rerun_on_change: bool = True
+    max_failures: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -33,6 +36,9 @@ class ClaimedJob:
     data: JSONObject
     tags: dict[str, str | None]
     fail_count: int
+    result_hash: str | None = None  # of the stored result, to tell eventful runs
+    revisit_offset: int = 0
+    not_found: int = 0  # not-found results in a row
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,6 +66,10 @@ class AttemptResult:
     failure: FailureInfo | None = None
     retry_delay: float | None = None  # None: retries exhausted
     apply_on_failure: bool = False
+    result_hash: str | None = None
+    revisit_offset: int | None = None  # the new adaptive-revisit offset, if the task has one
+    not_found: bool = False  # the task said the thing is gone (trawl.NotFound)
+    changed: bool = True  # eventful: the result differs from the stored one
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

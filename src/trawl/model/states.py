@@ -45,4 +45,6 @@ class Journal(StrEnum):
     FAILURE_HANDLED = "failure.handled"
     TASK_REGISTERED = "task.registered"
     TASK_VERSION = "task.version"
+    TASK_PAUSED = "task.paused"
+    TASK_RESUMED = "task.resumed"
     LOG = "log"

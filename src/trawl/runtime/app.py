@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from trawl.engine.revisit import Adaptive
 from trawl.model.durations import Duration, optional_seconds, seconds
 from trawl.model.errors import InvalidInput, UnknownTask
 from trawl.model.ids import check_tag
+from trawl.model.limits import KeyFunction, Limit, make_limit
 from trawl.model.records import TaskInfo
+from trawl.runtime.schedule import Schedule, make_schedule
 from trawl.store.url import default_url
 
 if TYPE_CHECKING:
@@ -37,6 +40,7 @@ class TaskDef:
     retries: int
     backoff: float
     niceness: int
+    schedule: Schedule = field(default_factory=Schedule)
 
     def info(self) -> TaskInfo:
         return TaskInfo(
@@ -47,6 +51,9 @@ class TaskDef:
             timeout=self.timeout,
             retries=self.retries,
             niceness=self.niceness,
+            depends_on=self.schedule.depends_on,
+            rerun_on_change=self.schedule.rerun_on_change,
+            max_failures=self.schedule.max_failures,
         )
 
 
@@ -60,6 +67,35 @@ class App:
     def __init__(self, db: str | None = None) -> None:
         self.db = db or default_url()
         self.tasks: dict[str, TaskDef] = {}
+        self.limits: dict[str, Limit] = {}
+
+    def limit(
+        self,
+        name: str,
+        rate: str | float,
+        *,
+        tasks: list[str] | None = None,
+        key: KeyFunction | None = None,
+        burst: int = 1,
+    ) -> Limit:
+        """Declare a rate limit shared by every worker on the database.
+
+        ``tasks``: task name patterns it covers (``["shop.*"]``); ``None`` makes it global.
+        ``key``: a function of the item (``item.id``, ``item.data``) splitting the limit, e.g.
+        per host; each key gets the full rate. ``burst``: permits that may be taken at once.
+        """
+        if name in self.limits or name.startswith("task:"):
+            raise InvalidInput(f"limit {name!r} is declared twice or uses the reserved 'task:'")
+        self.limits[name] = make_limit(name, rate, burst=burst, tasks=tasks, key=key)
+        return self.limits[name]
+
+    def limits_for(self, task: TaskDef) -> list[Limit]:
+        """Every limit *task* is subject to, its own first."""
+        own = [task.schedule.rate_limit] if task.schedule.rate_limit else []
+        exempt = task.schedule.exempt_global
+        return own + [
+            lim for lim in self.limits.values() if lim.applies_to(task.name, exempt_global=exempt)
+        ]
 
     def task(
         self,
@@ -73,6 +109,16 @@ class App:
         retries: int = DEFAULT_RETRIES,
         backoff: Duration = DEFAULT_BACKOFF,
         niceness: int = 0,
+        revisit: Adaptive | None = None,
+        rate_limit: str | float | None = None,
+        exempt_global: bool = False,
+        depends_on: Iterable[str] = (),
+        rerun_on_change: bool = True,
+        max_failures: int | None = None,
+        not_found_cooldown: Duration = "31d",
+        not_found_limit: int = 3,
+        failed_cooldown: Duration | None = None,
+        visit_weights: tuple[float, float, float] | None = None,
     ) -> Any:
         """Declare a task; it runs on every item carrying one of *tags*.
 
@@ -80,6 +126,17 @@ class App:
         ``ttl``: how long a result stays fresh (``None``: forever). ``timeout``: the longest
         an attempt may run. ``retries``: further attempts after a failure, ``backoff`` apart
         (doubling, with jitter). ``niceness``: lower runs first.
+
+        Scheduling (see docs/scheduling.md): ``revisit=trawl.adaptive(min=, max=)`` instead of
+        a fixed TTL; ``rate_limit="20/s"``; ``exempt_global``: not subject to global limits;
+        ``depends_on``: tasks whose valid results this one needs first, and with
+        ``rerun_on_change`` it runs again when theirs change; ``max_failures``: pause the task
+        when this many unhandled failures pile up; ``not_found_cooldown`` /
+        ``not_found_limit``: how long a job whose task raised ``trawl.NotFound`` waits, and
+        after how many in a row it is disabled until the item is relisted;
+        ``failed_cooldown``: retry again this long after the retries ran out (default: never,
+        or 14 days with ``revisit``); ``visit_weights``: (never run, largest lag, oldest due)
+        shares of a batch when more is due than capacity (default 40/40/20 with ``revisit``).
         """
 
         def register(func: TaskFunction) -> TaskFunction:
@@ -101,6 +158,19 @@ class App:
                 retries=retries,
                 backoff=seconds(backoff),
                 niceness=int(niceness),
+                schedule=make_schedule(
+                    task_name,
+                    revisit=revisit,
+                    rate_limit=rate_limit,
+                    exempt_global=exempt_global,
+                    depends_on=depends_on,
+                    rerun_on_change=rerun_on_change,
+                    max_failures=max_failures,
+                    not_found_cooldown=not_found_cooldown,
+                    not_found_limit=not_found_limit,
+                    failed_cooldown=failed_cooldown,
+                    visit_weights=visit_weights,
+                ),
             )
             return func
 

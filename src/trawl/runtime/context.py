@@ -50,6 +50,7 @@ class Context:
         self._loop = loop
         self._effects: list[fx.Effect] = []
         self._allow_failure = False
+        self._eventful: bool | None = None
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -178,6 +179,35 @@ class Context:
         """A line in the journal, committed with the attempt."""
         self._effects.append(
             fx.Log(id=self.id, task=self.task, category=str(category), message=str(message))
+        )
+
+    def eventful(self, changed: bool = True) -> None:
+        """Say whether this run found a change (default: the returned metadata differs from
+        the stored result). Adaptive revisits and dependents that re-run on change use it."""
+        self._eventful = bool(changed)
+
+    @property
+    def eventful_override(self) -> bool | None:
+        return self._eventful
+
+    def upsert_item(
+        self,
+        id: str,
+        tags: Iterable[TagArg] = (),
+        data: dict[str, Any] | None = None,
+        last_update: float | None = None,
+    ) -> None:
+        """A lister's write: create the item, or merge *data* into it and add *tags*; either
+        way it counts as listed now (``first_seen``/``last_seen``) with the source's
+        ``last_update`` (seconds since the epoch), and jobs disabled as not found run again."""
+        self._effects.append(
+            fx.UpsertItem(
+                id=check_id(id),
+                tags=_tags(tags),
+                data=_data(data or {}, "upsert_item data"),
+                last_update=None if last_update is None else float(last_update),
+                created_by=self.id,
+            )
         )
 
     def allow_failure(self, allowed: bool = True) -> None:

@@ -16,14 +16,15 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from trawl.engine import backoff
+from trawl.engine import claim as claims
 from trawl.engine.commit import commit
-from trawl.model.errors import DatabaseUnavailable, InvalidData
+from trawl.model.errors import DatabaseUnavailable, InvalidData, NotFound
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, FailureInfo
 from trawl.model.states import Outcome
 from trawl.runtime.app import App, TaskDef
 from trawl.runtime.context import Context
 from trawl.runtime.dbthread import StoreThread
+from trawl.runtime.outcome import attempt_result
 from trawl.runtime.stats import WorkerStats
 from trawl.store import codec, migrate
 from trawl.store.notify import Listener
@@ -64,6 +65,16 @@ class Worker:
         self.stats = WorkerStats()
         self._on_progress = on_progress
         self._leases = {name: d.timeout for name, d in self.defs.items()}
+        self._gates = [
+            claims.TaskGate(
+                name=d.name,
+                timeout=d.timeout,
+                limits=tuple(app.limits_for(d)),
+                depends_on=d.schedule.depends_on,
+                weights=d.schedule.visit_weights,
+            )
+            for d in self.defs.values()
+        ]
         self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
         self._pending: list[AttemptResult] = []
         self._committing: list[AttemptResult] = []
@@ -104,6 +115,9 @@ class Worker:
     def _prepare(self, store: Store) -> None:
         migrate.ensure(store.db, auto=store.is_sqlite)
         requeued = store.register_tasks(d.info() for d in self.defs.values())
+        store.register_limits(
+            sorted({lim for g in self._gates for lim in g.limits}, key=lambda lim: lim.name)
+        )
         for task, count in requeued.items():
             log.info("task %s has a new version: %d results are due again", task, count)
 
@@ -158,15 +172,17 @@ class Worker:
                 await self._wait(self.poll)  # let slots free up so claims come in batches
                 continue
             epoch = self._commits
-            jobs = await self._retrying("claim", store.claim, self._leases, free, self.owner)
-            for job in jobs:
+            batch = await self._retrying(
+                "claim", claims.claim, store, self._gates, free, self.owner
+            )
+            for job in batch.jobs:
                 self._start(job)
-            if jobs:
+            if batch.jobs:
                 idle_delay = 0.01
                 continue
-            if self.exit_when_idle and self._idle(epoch):
+            if self.exit_when_idle and self._idle(epoch) and batch.wake_at is None:
                 return
-            await self._wait(idle_delay)
+            await self._wait(_until(batch.wake_at, store.clock(), idle_delay))
             idle_delay = min(self.poll, idle_delay * 2)
 
     def _idle(self, epoch: int) -> bool:
@@ -239,12 +255,7 @@ class Worker:
             traceback=trace,
         )
         return self._result(
-            d,
-            job,
-            ctx,
-            Outcome.FAILURE,
-            failure=failure,
-            result=None,
+            d, job, ctx, Outcome.FAILURE, failure=failure, not_found=isinstance(error, NotFound)
         )
 
     def _result(
@@ -256,20 +267,10 @@ class Worker:
         *,
         result: str | None = None,
         failure: FailureInfo | None = None,
+        not_found: bool = False,
     ) -> AttemptResult:
-        return AttemptResult(
-            job_id=job.job_id,
-            item_id=job.item_id,
-            task=job.task,
-            attempt=job.attempt,
-            outcome=outcome,
-            version=d.version,
-            ttl=d.ttl,
-            result=result,
-            effects=ctx.effects if outcome is not Outcome.RELEASED else (),
-            failure=failure,
-            retry_delay=backoff.retry_delay(job.fail_count + 1, d.retries, d.backoff),
-            apply_on_failure=ctx.failure_allowed,
+        return attempt_result(
+            d, job, ctx, outcome, result=result, failure=failure, not_found=not_found
         )
 
     # -- committing -----------------------------------------------------------------------
@@ -406,6 +407,11 @@ def _in_daemon_thread(
 
     threading.Thread(target=run, name=f"trawl-task-{ctx.task}", daemon=True).start()
     return future
+
+
+def _until(wake_at: float | None, now: float, idle: float) -> float:
+    """How long to wait after an empty claim: until a deferred job is due, if sooner."""
+    return idle if wake_at is None else max(0.0, min(idle, wake_at - now))
 
 
 def _encode_result(task: str, value: Any) -> str:

@@ -35,10 +35,21 @@ PROMOTE_POSTGRES = q(
     """
 )
 
+# What a claim hands the worker: the job, the item's data, and what the last result was.
+_CLAIMED = "id, item_id, task, attempt, fail_count, {data}, result_hash, revisit_offset, not_found"
+CLAIMED_POSTGRES = ", ".join(f"jobs.{c}" for c in _CLAIMED.split(", ")).replace(
+    "jobs.{data}", "items.data"
+)
+# In RETURNING, SQLite (3.40 at least) plans ``items.id = jobs.item_id`` as a full scan of
+# items for every claimed row; comparing with an expression (the CAST) lets it use the key.
+CLAIMED_SQLITE = _CLAIMED.format(
+    data="(SELECT data FROM items WHERE items.id = CAST(jobs.item_id AS TEXT))"
+)
+
 # Per task: the best due rows, locked without waiting on other workers' locks. The outer
 # ORDER BY merges the per-task heads so niceness orders claims across tasks too.
 CLAIM_POSTGRES = q(
-    """
+    f"""
     WITH wanted AS (
         SELECT * FROM unnest(CAST(:tasks AS text[]), CAST(:timeouts AS float8[]))
             AS w(task, timeout)
@@ -52,10 +63,11 @@ CLAIM_POSTGRES = q(
         ORDER BY c.niceness, c.ever_run, c.due_at LIMIT :limit
     )
     UPDATE jobs SET status = 'running', attempt = jobs.attempt + 1,
-                    due_at = :now + picked.timeout, ready = false, owner = :owner
+                    due_at = :now + picked.timeout, ready = false, owner = :owner,
+                    waiting = NULL
     FROM picked, items
     WHERE jobs.id = picked.id AND items.id = jobs.item_id
-    RETURNING jobs.id, jobs.item_id, jobs.task, jobs.attempt, jobs.fail_count, items.data
+    RETURNING {CLAIMED_POSTGRES}
     """
 )
 
@@ -65,8 +77,6 @@ def claim_sqlite(task_count: int) -> sa.TextClause:
     """SQLite has one writer, so no locking clause; one subquery per task keeps each a range
     scan of ``jobs_claim``.
 
-    In RETURNING, SQLite (3.40 at least) plans ``items.id = jobs.item_id`` as a full scan of
-    items for every claimed row; comparing with an expression (the CAST) lets it use the key.
     """
     heads = " UNION ALL ".join(
         f"""SELECT * FROM (SELECT id, niceness, ever_run, due_at FROM jobs
@@ -78,10 +88,10 @@ def claim_sqlite(task_count: int) -> sa.TextClause:
     return q(
         f"""
         UPDATE jobs SET status = 'running', attempt = attempt + 1,
-                        due_at = :now + (CASE task {timeout} END), ready = false, owner = :owner
+                        due_at = :now + (CASE task {timeout} END), ready = false, owner = :owner,
+                        waiting = NULL
         WHERE id IN (SELECT id FROM ({heads}) ORDER BY niceness, ever_run, due_at LIMIT :limit)
-        RETURNING id, item_id, task, attempt, fail_count,
-                  (SELECT data FROM items WHERE items.id = CAST(jobs.item_id AS TEXT))
+        RETURNING {CLAIMED_SQLITE}
         """
     )
 
@@ -92,3 +102,25 @@ def claim_sqlite_params(tasks: list[str], timeouts: list[float]) -> dict[str, ob
         params[f"task{i}"] = task
         params[f"timeout{i}"] = timeout
     return params
+
+
+# Leasing jobs a gated claim chose (by id; they are already locked by this transaction).
+LEASE_POSTGRES = q(
+    f"""
+    UPDATE jobs SET status = 'running', attempt = jobs.attempt + 1,
+                    due_at = :now + b.timeout, ready = false, owner = :owner, waiting = NULL
+    FROM unnest(CAST(:id AS bigint[]), CAST(:timeout AS float8[])) AS b(id, timeout), items
+    WHERE jobs.id = b.id AND items.id = jobs.item_id
+    RETURNING {CLAIMED_POSTGRES}
+    """
+)
+
+LEASE_SQLITE = q(
+    f"""
+    UPDATE jobs SET status = 'running', attempt = attempt + 1,
+                    due_at = :now + b.timeout, ready = false, owner = :owner, waiting = NULL
+    FROM (SELECT value ->> 0 AS id, value ->> 1 AS timeout FROM json_each(:batch)) AS b
+    WHERE jobs.id = b.id
+    RETURNING {CLAIMED_SQLITE.replace("id, item_id, task", "jobs.id, item_id, task", 1)}
+    """
+)

@@ -27,6 +27,11 @@ items = sa.Table(
     sa.Column("created_by", sa.Text(), nullable=True),  # resolved at write time; may dangle
     sa.Column("created_at", Time, nullable=False),
     sa.Column("updated_at", Time, nullable=False),
+    # Kept for listers (SWH listed_origins): when a lister first and last listed the item,
+    # and the last activity the source reported for it.
+    sa.Column("first_seen", Time, nullable=True),
+    sa.Column("last_seen", Time, nullable=True),
+    sa.Column("last_update", Time, nullable=True),
 )
 
 aliases = sa.Table(
@@ -56,6 +61,40 @@ tasks = sa.Table(
     sa.Column("retries", sa.Integer(), nullable=False),
     sa.Column("niceness", sa.Integer(), nullable=False),
     sa.Column("registered_at", Time, nullable=False),
+    sa.Column("paused", Flag, nullable=False, server_default=sa.false()),
+    sa.Column("paused_reason", sa.Text(), nullable=True),
+    sa.Column("max_failures", sa.Integer(), nullable=True),
+)
+
+# Task -> the tasks whose valid results it needs first (depends_on).
+task_deps = sa.Table(
+    "task_deps",
+    metadata,
+    sa.Column("task", sa.Text(), _cascade("tasks.name"), primary_key=True),
+    sa.Column("depends_on", sa.Text(), primary_key=True),
+    sa.Column("on_change", Flag, nullable=False),  # a changed result makes the task due again
+    sa.Index("task_deps_depends_on", "depends_on", "task"),
+)
+
+# Rate limits as the app declared them (so `trawl limits` works without the app's code).
+limits = sa.Table(
+    "limits",
+    metadata,
+    sa.Column("name", sa.Text(), primary_key=True),
+    sa.Column("rate", sa.Double(), nullable=False),  # permits per second
+    sa.Column("burst", sa.Integer(), nullable=False),
+    sa.Column("tasks", Json, nullable=True),  # JSON list of task name patterns; NULL: global
+    sa.Column("keyed", Flag, nullable=False),
+    sa.Column("registered_at", Time, nullable=False),
+)
+
+# GCRA state per limit and key: the theoretical arrival time of the next permit.
+limit_state = sa.Table(
+    "limit_state",
+    metadata,
+    sa.Column("name", sa.Text(), primary_key=True),
+    sa.Column("key", sa.Text(), primary_key=True),
+    sa.Column("tat", Time, nullable=False),
 )
 
 task_tags = sa.Table(
@@ -90,6 +129,11 @@ jobs = sa.Table(
     sa.Column("ttl", Time, nullable=True),  # per-item override of the task's TTL
     sa.Column("succeeded", Flag, nullable=True),
     sa.Column("fail_count", sa.Integer(), nullable=False),  # consecutive failed attempts
+    sa.Column("result_hash", sa.Text(), nullable=True),  # tells eventful runs from uneventful
+    sa.Column("revisit_offset", sa.Integer(), nullable=False, server_default=sa.text("0")),
+    sa.Column("not_found", sa.Integer(), nullable=False, server_default=sa.text("0")),
+    # Why a due job was not claimed: "limit:<name>" (deferred) or "deps" (waiting).
+    sa.Column("waiting", sa.Text(), nullable=True),
     sa.UniqueConstraint("item_id", "task", name="jobs_item_task"),
     sa.Index(
         "jobs_claim",
@@ -107,6 +151,12 @@ jobs = sa.Table(
         postgresql_where=sa.text("NOT ready AND due_at IS NOT NULL"),
     ),
     sa.Index("jobs_task_status", "task", "status"),
+    sa.Index(
+        "jobs_waiting",
+        "waiting",
+        sqlite_where=sa.text("waiting IS NOT NULL"),
+        postgresql_where=sa.text("waiting IS NOT NULL"),
+    ),
 )
 
 failures = sa.Table(
@@ -122,6 +172,8 @@ failures = sa.Table(
     sa.Column("traceback", sa.Text(), nullable=False),
     sa.Column("occurred_at", Time, nullable=False),
     sa.Column("handled", Flag, nullable=False),
+    # The task had called allow_failure(): listed, but not counted against max_failures.
+    sa.Column("allowed", Flag, nullable=False, server_default=sa.false()),
     sa.Index("failures_task", "task", "handled"),
     sa.Index("failures_job", "job_id"),
 )

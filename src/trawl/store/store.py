@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from trawl.model.errors import UnknownTask
+from trawl.model.limits import Limit
 from trawl.model.records import (
     ClaimedJob,
     FailureRecord,
@@ -21,7 +22,7 @@ from trawl.model.records import (
     TaskInfo,
 )
 from trawl.model.states import Journal
-from trawl.store import admin, bulk, codec, reads, transitions
+from trawl.store import admin, bulk, codec, reads, scheduling, transitions
 from trawl.store import claim as claims
 from trawl.store.database import Database
 from trawl.store.items import Items
@@ -33,8 +34,8 @@ Clock = Callable[[], float]
 _TAGS_OF = q("SELECT item_id, name, value FROM tags WHERE item_id IN ({ids})")
 _FAILURE = q(
     "INSERT INTO failures (job_id, item_id, task, attempt, error_type, message, traceback,"
-    " occurred_at, handled) VALUES (:job_id, :item_id, :task, :attempt, :error_type,"
-    " :message, :traceback, :occurred_at, false)"
+    " occurred_at, handled, allowed) VALUES (:job_id, :item_id, :task, :attempt, :error_type,"
+    " :message, :traceback, :occurred_at, false, :allowed)"
 )
 _TASK_ROW = q("SELECT version, ttl, timeout, retries, niceness FROM tasks WHERE name = :name")
 _TASK_TAGS = q("SELECT tag FROM task_tags WHERE task = :name ORDER BY tag")
@@ -142,6 +143,7 @@ class Store:
             self.db.execute(_JOBS_FOR_TASK, params)
             self.db.execute(_DESELECT_FOR_TASK, {"name": info.name})
             self.items.journal(Journal.TASK_REGISTERED, now, None, info.name, {"tags": tags})
+        scheduling.register_options(self.db, info)
         if old is None or old.version == info.version:
             return 0
         params = {"name": info.name, "version": info.version, "now": now}
@@ -149,6 +151,22 @@ class Store:
         detail = {"from": old.version, "to": info.version, "requeued": count}
         self.items.journal(Journal.TASK_VERSION, now, None, info.name, detail)
         return int(count)
+
+    def register_limits(self, limits: Sequence[Limit]) -> None:
+        """Record the app's rate limits so `trawl limits` can show them."""
+        with self.db.write():
+            scheduling.register_limits(self.db, limits, self.clock())
+
+    def limits(self) -> list[scheduling.LimitRow]:
+        with self.db.read():
+            return scheduling.limit_rows(self.db, self.clock())
+
+    def pause_task(self, name: str, *, paused: bool = True, reason: str | None = None) -> bool:
+        """Stop (or resume) claims of a task on every worker; ``False`` if already so."""
+        with self.db.write():
+            self.require_task(name)
+            why = reason or ("paused by hand" if paused else None)
+            return scheduling.set_paused(self.items, name, paused, why, self.clock())
 
     def task_names(self) -> list[str]:
         return list(self.db.execute(q("SELECT name FROM tasks ORDER BY name")).scalars())
@@ -176,20 +194,38 @@ class Store:
         """Lease up to *limit* due jobs of *tasks* (name -> lease seconds), best first."""
         if not tasks or limit <= 0:
             return []
-        names, timeouts = list(tasks), list(tasks.values())
         with self.db.write():
             now = self.clock()
-            base = {"now": now, "limit": limit, "owner": owner}
-            if self.is_sqlite:
-                self.db.execute(claims.PROMOTE_SQLITE, {"now": now})
-                stmt = claims.claim_sqlite(len(names))
-                params = base | claims.claim_sqlite_params(names, timeouts)
-            else:
-                self.db.execute(claims.PROMOTE_POSTGRES, {"now": now})
-                stmt = claims.CLAIM_POSTGRES
-                params = base | {"tasks": names, "timeouts": timeouts}
-            rows = self.db.execute(stmt, params).all()
-            tags = self._tags_of([row[1] for row in rows])
+            self.promote(now)
+            return self.claimed(self.claim_due(tasks, limit, owner, now))
+
+    def promote(self, now: float) -> None:
+        """Move jobs whose time has come into the claim index."""
+        stmt = claims.PROMOTE_SQLITE if self.is_sqlite else claims.PROMOTE_POSTGRES
+        self.db.execute(stmt, {"now": now})
+
+    def claim_due(self, tasks: dict[str, float], limit: int, owner: str, now: float) -> list[Any]:
+        """The one-statement claim (inside the caller's transaction); rows for claimed()."""
+        names, timeouts = list(tasks), list(tasks.values())
+        base = {"now": now, "limit": limit, "owner": owner}
+        if self.is_sqlite:
+            stmt = claims.claim_sqlite(len(names))
+            params = base | claims.claim_sqlite_params(names, timeouts)
+        else:
+            stmt = claims.CLAIM_POSTGRES
+            params = base | {"tasks": names, "timeouts": timeouts}
+        return list(self.db.execute(stmt, params).all())
+
+    def lease(self, chosen: Sequence[tuple[int, float]], owner: str, now: float) -> list[Any]:
+        """Lease jobs a gated claim chose: (job id, lease seconds) pairs."""
+        if not chosen:
+            return []
+        params = transitions.batch_params(self.is_sqlite, ("id", "timeout"), chosen)
+        stmt = claims.LEASE_SQLITE if self.is_sqlite else claims.LEASE_POSTGRES
+        return list(self.db.execute(stmt, params | {"now": now, "owner": owner}).all())
+
+    def claimed(self, rows: Sequence[Any]) -> list[ClaimedJob]:
+        tags = self._tags_of([row[1] for row in rows])
         return [
             ClaimedJob(
                 job_id=row[0],
@@ -199,6 +235,9 @@ class Store:
                 fail_count=row[4],
                 data=codec.loads(row[5]),
                 tags=tags.get(row[1], {}),
+                result_hash=row[6],
+                revisit_offset=row[7],
+                not_found=row[8],
             )
             for row in rows
         ]

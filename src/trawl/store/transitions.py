@@ -30,13 +30,23 @@ _SET_OUTCOME = """
     succeeded = CASE b.status WHEN 'done' THEN true WHEN 'failed' THEN false
                               ELSE jobs.succeeded END,
     fail_count = CASE b.status WHEN 'done' THEN 0 WHEN 'failed' THEN jobs.fail_count + 1
-                               ELSE jobs.fail_count END
+                               ELSE jobs.fail_count END,
+    result_hash = CASE WHEN b.result IS NOT NULL THEN b.hash ELSE jobs.result_hash END,
+    revisit_offset = COALESCE(b.revisit, jobs.revisit_offset),
+    not_found = CASE WHEN b.missing THEN jobs.not_found + 1 WHEN b.status = 'done' THEN 0
+                     ELSE jobs.not_found END,
+    waiting = NULL
 """
 
 _FENCE = "jobs.id = b.id AND jobs.attempt = b.attempt AND jobs.status = 'running'"
 
-OUTCOME_COLUMNS = ("id", "attempt", "status", "result", "keep", "version", "ttl", "retry_at")
-_PG_TYPES = ("bigint", "int", "text", "text", "bool", "text", "float8", "float8")
+OUTCOME_COLUMNS = (
+    "id", "attempt", "status", "result", "keep", "version", "ttl", "retry_at",
+    "hash", "revisit", "missing",
+)  # fmt: skip
+_PG_TYPES = (
+    "bigint", "int", "text", "text", "bool", "text", "float8", "float8", "text", "int", "bool",
+)  # fmt: skip
 
 _PG_ARRAYS = ", ".join(
     f"CAST(:{c} AS {t}[])" for c, t in zip(OUTCOME_COLUMNS, _PG_TYPES, strict=True)

@@ -1,0 +1,171 @@
+"""Claiming with rules: paused tasks, rate limits, dependencies and visit policies.
+
+Tasks with none of these take the one-statement claim. The others are claimed from a window
+of locked candidates: jobs whose dependencies have no valid result are parked until one
+commits; jobs that cannot get a permit from every limit they are subject to move only their
+``due_at`` (spread over the key's next free slots, so a throttled key's backlog steps aside
+instead of being re-read by every claim); the rest are leased, all in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from trawl.engine import policy
+from trawl.engine.ratelimit import decide
+from trawl.model.limits import Limit, LimitItem
+from trawl.model.records import ClaimedJob
+from trawl.store import gates
+from trawl.store.gates import Candidate
+from trawl.store.store import Store
+
+log = logging.getLogger("trawl.claim")
+
+WINDOW_FACTOR = 4
+MAX_WINDOW = 1000
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TaskGate:
+    """How one task is claimed."""
+
+    name: str
+    timeout: float
+    limits: tuple[Limit, ...] = ()
+    depends_on: tuple[str, ...] = ()
+    weights: tuple[float, float, float] | None = None
+
+    @property
+    def gated(self) -> bool:
+        return bool(self.limits or self.depends_on or self.weights)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClaimBatch:
+    jobs: list[ClaimedJob]
+    wake_at: float | None = None  # the earliest a deferred job becomes due
+
+
+@dataclass(kw_only=True, slots=True)
+class _Permits:
+    states: dict[tuple[str, str], float | None]
+    changed: dict[tuple[str, str], float] = field(default_factory=dict)
+    next_free: dict[tuple[str, str], float] = field(default_factory=dict)
+
+
+def claim(store: Store, tasks: Sequence[TaskGate], limit: int, owner: str) -> ClaimBatch:
+    """Lease up to *limit* due jobs of *tasks* by the rules above."""
+    if not tasks or limit <= 0:
+        return ClaimBatch(jobs=[])
+    with store.db.write():
+        now = store.clock()
+        store.promote(now)
+        paused = gates.paused(store.db, [t.name for t in tasks])
+        active = [t for t in tasks if t.name not in paused]
+        plain = {t.name: t.timeout for t in active if not t.gated}
+        rows = store.claim_due(plain, limit, owner, now) if plain else []
+        wake_at = None
+        gated = [t for t in active if t.gated]
+        if gated and len(rows) < limit:
+            chosen, wake_at = _gated(store, gated, limit - len(rows), now)
+            rows += store.lease(chosen, owner, now)
+            if not rows:  # say when throttled work comes due, so an idle worker waits for it
+                later = gates.next_deferred(store.db, [t.name for t in gated])
+                wake_at = later if wake_at is None or (later and later < wake_at) else wake_at
+        return ClaimBatch(jobs=store.claimed(rows), wake_at=wake_at)
+
+
+def _gated(
+    store: Store, tasks: list[TaskGate], room: int, now: float
+) -> tuple[list[tuple[int, float]], float | None]:
+    by_name = {t.name: t for t in tasks}
+    window = min(MAX_WINDOW, max(room * WINDOW_FACTOR, 16))
+    found = gates.candidates(store.db, list(by_name), window, now)
+    found = _drop_unmet(store, found, by_name, now)
+    found = policy.order(found, {t.name: t.weights for t in tasks}, room)
+    granted, deferred = _permits(store, found, by_name, room, now)
+    gates.defer(store.db, deferred)
+    chosen = [(c.id, by_name[c.task].timeout) for c in granted]
+    return chosen, min((until for _, until, _ in deferred), default=None)
+
+
+def _drop_unmet(
+    store: Store, found: list[Candidate], tasks: dict[str, TaskGate], now: float
+) -> list[Candidate]:
+    deps = sorted({d for t in tasks.values() for d in t.depends_on})
+    if not deps or not found:
+        return found
+    results = gates.dep_results(store.db, sorted({c.item_id for c in found}), deps)
+    versions = gates.task_versions(store.db, deps)
+
+    def met(c: Candidate) -> bool:
+        for dep in tasks[c.task].depends_on:
+            r = results.get((c.item_id, dep))
+            if r is None or not r.succeeded or r.version != versions.get(dep):
+                return False
+            if r.expires_at is not None and r.expires_at <= now:
+                return False
+        return True
+
+    unmet = [c.id for c in found if not met(c)]
+    gates.wait_for_deps(store.db, unmet)
+    return [c for c in found if c.id not in set(unmet)]
+
+
+def _permits(
+    store: Store, found: list[Candidate], tasks: dict[str, TaskGate], room: int, now: float
+) -> tuple[list[Candidate], list[tuple[int, float, str]]]:
+    keyed = {c.id: _keys(c, tasks[c.task].limits) for c in found}
+    permits = _Permits(
+        states=gates.limit_states(store.db, (p for ks in keyed.values() for _, p in ks), now)
+    )
+    granted: list[Candidate] = []
+    deferred: list[tuple[int, float, str]] = []
+    for c in found:
+        if len(granted) >= room:
+            break
+        until, why = _take(permits, keyed[c.id], now)
+        if until is None:
+            granted.append(c)
+        else:
+            deferred.append((c.id, until, why))
+    gates.save_limit_states(store.db, permits.changed)
+    return granted, deferred
+
+
+def _take(
+    permits: _Permits, keys: list[tuple[Limit, tuple[str, str]]], now: float
+) -> tuple[float | None, str]:
+    """Take a permit from every limit, or none: returns (None, "") or (when to retry, why)."""
+    decisions = [
+        (lim, pair, decide(permits.states[pair], now, lim.interval, lim.burst))
+        for lim, pair in keys
+    ]
+    denied = [(lim, pair, d) for lim, pair, d in decisions if not d.allowed]
+    if not denied:
+        for _, pair, d in decisions:
+            permits.states[pair] = permits.changed[pair] = d.tat
+        return None, ""
+    until = 0.0
+    for lim, pair, d in denied:
+        slot = max(permits.next_free.get(pair, d.at), d.at)
+        permits.next_free[pair] = slot + lim.interval  # the next deferred job takes the next
+        until = max(until, slot)
+    return until, f"limit:{denied[0][0].name}"
+
+
+def _keys(c: Candidate, limits: tuple[Limit, ...]) -> list[tuple[Limit, tuple[str, str]]]:
+    return [(lim, (lim.name, _key(lim, c))) for lim in limits]
+
+
+def _key(lim: Limit, c: Candidate) -> str:
+    if lim.key is None:
+        return ""
+    try:
+        return str(lim.key(LimitItem(id=c.item_id, data=c.data)))
+    except Exception as error:
+        # A key function that fails must not stall the claim; such jobs share one key.
+        log.warning("key function of limit %s failed on %s: %s", lim.name, c.item_id, error)
+        return "<error>"

@@ -1,0 +1,66 @@
+"""Turning how an attempt ended into what the commit writes: result hash, whether the run
+was eventful, the next revisit, and when a failure may be retried."""
+
+from __future__ import annotations
+
+import hashlib
+
+from trawl.engine import backoff, revisit
+from trawl.model.records import AttemptResult, ClaimedJob, FailureInfo
+from trawl.model.states import Outcome
+from trawl.runtime.app import TaskDef
+from trawl.runtime.context import Context
+
+
+def result_hash(result: str | None) -> str | None:
+    if result is None:
+        return None
+    return hashlib.blake2b(result.encode(), digest_size=12).hexdigest()
+
+
+def attempt_result(
+    d: TaskDef,
+    job: ClaimedJob,
+    ctx: Context,
+    outcome: Outcome,
+    *,
+    result: str | None = None,
+    failure: FailureInfo | None = None,
+    not_found: bool = False,
+) -> AttemptResult:
+    digest = result_hash(result)
+    changed = ctx.eventful_override
+    if changed is None:
+        changed = digest is not None and digest != job.result_hash
+    ttl, offset = d.ttl, None
+    policy = d.schedule.revisit
+    if policy is not None and outcome is Outcome.SUCCESS:
+        offset = revisit.next_offset(job.revisit_offset, changed)
+        ttl = revisit.jittered(revisit.interval(policy, offset))
+    return AttemptResult(
+        job_id=job.job_id,
+        item_id=job.item_id,
+        task=job.task,
+        attempt=job.attempt,
+        outcome=outcome,
+        version=d.version,
+        ttl=ttl,
+        result=result,
+        effects=ctx.effects if outcome is not Outcome.RELEASED else (),
+        failure=failure,
+        retry_delay=retry_delay(d, job, not_found=not_found),
+        apply_on_failure=ctx.failure_allowed,
+        result_hash=digest,
+        revisit_offset=offset,
+        not_found=not_found,
+        changed=changed,
+    )
+
+
+def retry_delay(d: TaskDef, job: ClaimedJob, *, not_found: bool) -> float | None:
+    """When a failed attempt may run again; ``None``: not until something changes."""
+    cooldowns = d.schedule.cooldowns
+    if not_found:
+        return revisit.not_found_delay(cooldowns, job.not_found)
+    delay = backoff.retry_delay(job.fail_count + 1, d.retries, d.backoff)
+    return cooldowns.exhausted if delay is None else delay

@@ -1,0 +1,170 @@
+"""What gated claims read and write: candidates, dependency results, limit states, deferrals.
+
+Tasks with rate limits, dependencies or a visit policy are claimed in two steps inside one
+transaction: read (and lock) a window of candidates, let the engine decide per job, then
+lease the chosen ones and move only ``due_at`` for the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trawl.store import codec
+from trawl.store.database import Database
+from trawl.store.sql import q
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Candidate:
+    id: int
+    item_id: str
+    task: str
+    ever_run: bool
+    due_at: float
+    result_at: float | None
+    last_update: float | None
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DepResult:
+    item_id: str
+    task: str
+    succeeded: bool
+    version: str | None
+    expires_at: float | None
+
+
+def _in(db: Database, name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """``IN (...)`` over a list: a JSON array on SQLite, an array on PostgreSQL."""
+    if db.is_sqlite:
+        return f"IN (SELECT value FROM json_each(:{name}))", {name: codec.dumps(list(values))}
+    return f"= ANY(:{name})", {name: list(values)}
+
+
+def paused(db: Database, names: Sequence[str]) -> set[str]:
+    clause, params = _in(db, "names", names)
+    stmt = q(f"SELECT name FROM tasks WHERE paused AND name {clause}")
+    return set(db.execute(stmt, params).scalars())
+
+
+def candidates(db: Database, tasks: Sequence[str], window: int, now: float) -> list[Candidate]:
+    """The best due jobs of *tasks*, locked (PostgreSQL) without waiting on others' locks."""
+    heads = []
+    params: dict[str, Any] = {"now": now, "window": window}
+    lock = "" if db.is_sqlite else "FOR UPDATE SKIP LOCKED"
+    for i, task in enumerate(tasks):
+        params[f"t{i}"] = task
+        heads.append(
+            f"""SELECT * FROM (SELECT id FROM jobs WHERE task = :t{i} AND ready AND due_at <= :now
+                ORDER BY niceness, ever_run, due_at LIMIT :window {lock}) AS h{i}"""
+        )
+    stmt = q(
+        f"""
+        SELECT j.id, j.item_id, j.task, j.ever_run, j.due_at, j.result_at,
+               i.last_update, i.data
+        FROM jobs j JOIN items i ON i.id = j.item_id
+        WHERE j.id IN ({" UNION ALL ".join(heads)})
+        ORDER BY j.niceness, j.ever_run, j.due_at
+        """
+    )
+    return [
+        Candidate(
+            id=r.id,
+            item_id=r.item_id,
+            task=r.task,
+            ever_run=bool(r.ever_run),
+            due_at=r.due_at,
+            result_at=r.result_at,
+            last_update=r.last_update,
+            data=codec.loads(r.data),
+        )
+        for r in db.execute(stmt, params)
+    ]
+
+
+def dep_results(
+    db: Database, item_ids: Sequence[str], tasks: Sequence[str]
+) -> dict[tuple[str, str], DepResult]:
+    items_in, params = _in(db, "items", item_ids)
+    tasks_in, more = _in(db, "tasks", tasks)
+    stmt = q(
+        "SELECT item_id, task, succeeded, result_version, expires_at FROM jobs"
+        f" WHERE item_id {items_in} AND task {tasks_in}"
+    )
+    return {
+        (r.item_id, r.task): DepResult(
+            item_id=r.item_id,
+            task=r.task,
+            succeeded=bool(r.succeeded),
+            version=r.result_version,
+            expires_at=r.expires_at,
+        )
+        for r in db.execute(stmt, params | more)
+    }
+
+
+def task_versions(db: Database, names: Sequence[str]) -> dict[str, str]:
+    clause, params = _in(db, "names", names)
+    stmt = q(f"SELECT name, version FROM tasks WHERE name {clause}")
+    return dict(db.execute(stmt, params).tuples().all())
+
+
+_STATE_INIT = q(
+    "INSERT INTO limit_state (name, key, tat) VALUES (:name, :key, :tat)"
+    " ON CONFLICT (name, key) DO NOTHING"
+)
+_STATE_SAVE = q("UPDATE limit_state SET tat = :tat WHERE name = :name AND key = :key")
+
+
+def limit_states(
+    db: Database, pairs: Iterable[tuple[str, str]], now: float
+) -> dict[tuple[str, str], float | None]:
+    """Current ``tat`` per (limit, key), locking the rows so workers take permits in turn."""
+    wanted = sorted(set(pairs))  # a fixed order: two workers never lock in opposite orders
+    if not wanted:
+        return {}
+    if not db.is_sqlite:
+        db.executemany(_STATE_INIT, [{"name": n, "key": k, "tat": now} for n, k in wanted])
+    names_in, params = _in(db, "names", [n for n, _ in wanted])
+    keys_in, more = _in(db, "keys", [k for _, k in wanted])
+    lock = "" if db.is_sqlite else "ORDER BY name, key FOR UPDATE"
+    stmt = q(
+        f"SELECT name, key, tat FROM limit_state WHERE name {names_in} AND key {keys_in} {lock}"
+    )
+    found = {(r.name, r.key): r.tat for r in db.execute(stmt, params | more)}
+    return {pair: found.get(pair) for pair in wanted}
+
+
+def save_limit_states(db: Database, states: dict[tuple[str, str], float]) -> None:
+    rows = [{"name": n, "key": k, "tat": tat} for (n, k), tat in states.items()]
+    if db.is_sqlite:
+        db.executemany(_STATE_INIT, rows)
+    db.executemany(_STATE_SAVE, rows)
+
+
+_DEFER = q("UPDATE jobs SET due_at = :until, ready = false, waiting = :why WHERE id = :id")
+_WAIT = q("UPDATE jobs SET due_at = NULL, ready = false, waiting = 'deps' WHERE id = :id")
+
+
+def defer(db: Database, rows: Sequence[tuple[int, float, str]]) -> None:
+    """Move only ``due_at`` (and say why): the job cannot get a permit before *until*."""
+    db.executemany(_DEFER, [{"id": i, "until": until, "why": why} for i, until, why in rows])
+
+
+def wait_for_deps(db: Database, ids: Sequence[int]) -> None:
+    """Park jobs whose dependencies have no valid result; a dependency's commit wakes them."""
+    db.executemany(_WAIT, [{"id": i} for i in ids])
+
+
+def next_deferred(db: Database, tasks: Sequence[str]) -> float | None:
+    """The earliest due time of jobs of *tasks* deferred by a rate limit."""
+    clause, params = _in(db, "tasks", tasks)
+    stmt = q(
+        "SELECT min(due_at) FROM jobs WHERE waiting IS NOT NULL AND waiting LIKE 'limit:%'"
+        f" AND task {clause}"
+    )
+    value = db.execute(stmt, params).scalar()
+    return None if value is None else float(value)
