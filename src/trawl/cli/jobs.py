@@ -16,19 +16,21 @@ from trawl.model.records import TaskCounts
 @click.command("status")
 @json_option
 def status(as_json: bool) -> None:
-    """Show, per task, how many jobs are queued, running, done and failed.
+    """Show, per task, how many jobs are queued, running, done, failed and skipped.
 
     DUE NOW counts jobs that a worker may claim at once (new, retrying, expired
     or with a lapsed lease); UNHANDLED counts failures nobody has retried or
     handled yet. A task marked "(not registered)" has jobs but no worker has
-    declared it.
+    declared it; one marked "(paused: why)" is not claimed by any worker until
+    `trawl task resume`.
 
     With --json, prints one object:
 
     \b
     {"tasks": [{"task": "price", "version": "2", "registered": true,
-                "counts": {"queued": 0, "running": 0, "done": 3, "failed": 1},
-                "due_now": 0, "unhandled_failures": 1}]}
+                "counts": {"queued": 0, "running": 0, "done": 3, "failed": 1,
+                           "skipped": 0},
+                "due_now": 0, "unhandled_failures": 1, "paused": null}]}
     """
     rows = open_store().status()
     if as_json:
@@ -49,20 +51,27 @@ def counts_json(row: TaskCounts) -> dict[str, Any]:
             "running": row.running,
             "done": row.done,
             "failed": row.failed,
+            "skipped": row.skipped,
         },
         "due_now": row.due_now,
         "unhandled_failures": row.unhandled_failures,
+        "paused": row.paused,
     }
 
 
 def _status_table(rows: list[TaskCounts]) -> Table:
-    columns = ("task", "version", "queued", "running", "done", "failed", "due now", "unhandled")
+    columns = (
+        "task", "version", "queued", "running", "done", "failed", "skipped", "due now",
+        "unhandled",
+    )  # fmt: skip
     grid = output.table(*columns)
     for column in grid.columns[2:]:
         column.justify = "right"
     for row in rows:
         name = row.task if row.registered else f"{row.task} (not registered)"
-        counts = (row.queued, row.running, row.done, row.failed, row.due_now)
+        if row.paused:
+            name = f"{name} (paused: {row.paused})"
+        counts = (row.queued, row.running, row.done, row.failed, row.skipped, row.due_now)
         grid.add_row(
             name,
             row.version or "-",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import click
 from click.exceptions import NoArgsIsHelpError
 
-from trawl.cli import db, failures, items, jobs, journal, worker
+from trawl.cli import db, failures, items, jobs, journal, tasks, worker
 from trawl.cli.common import Settings
 from trawl.model.errors import TrawlError
 
@@ -53,6 +53,8 @@ for command in (
     journal.journal,
     worker.worker,
     db.db,
+    tasks.task,
+    tasks.limits,
 ):
     cli.add_command(command)
 

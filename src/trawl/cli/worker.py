@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 
 import click
 
-from trawl.cli import progress
+from trawl.cli import output, progress
 from trawl.cli.common import duration, settings
 from trawl.model.errors import InvalidInput
 from trawl.runtime.app import App
+from trawl.runtime.dryrun import DryRunJob
+from trawl.runtime.dryrun import dry_run as dry_run_jobs
 from trawl.runtime.loader import load_app
 from trawl.runtime.worker import Worker, run_worker
 from trawl.store.url import display
@@ -61,6 +65,19 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     show_default=True,
     help="How much the worker logs on stderr.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Run tasks on due jobs without writing anything; print what each would commit.",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="With --dry-run: how many due jobs to run.",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --dry-run: one JSON object a job.")
 @click.pass_context
 def worker(
     ctx: click.Context,
@@ -72,6 +89,9 @@ def worker(
     show_progress: bool,
     progress_every: float,
     log_level: str,
+    dry_run: bool,
+    limit: int,
+    as_json: bool,
 ) -> None:
     """Run the tasks of APP, given as module:attr or path/to/file.py:attr.
 
@@ -79,10 +99,23 @@ def worker(
     SIGINT or SIGTERM stops claiming, lets running tasks finish within --grace
     and releases the rest so they are due again at once; a second signal exits
     immediately (those leases then expire on their own). Logs go to stderr.
+
+    --dry-run runs up to --limit due jobs against the real database, read-only,
+    and prints per job the effects it would commit (items created, data and
+    metadata diffs, aliases, expiries). With --json, one object a line:
+
+    \b
+    {"item": "sku:1", "task": "price", "outcome": "done", "result": {...},
+     "error": null, "effects": [{"effect": "UpdateData", "id": "sku:1",
+     "diff": {"added": {...}, "changed": {"k": [old, new]}, "removed": []}}]}
     """
     progress.configure_logging(log_level)
     app = load_app(app_spec)
     names = _task_names(tasks, app)
+    if dry_run:
+        reports = asyncio.run(dry_run_jobs(app, settings().db or app.db, names, limit))
+        _print_dry_run(reports, as_json)
+        return
     with progress.reporter(show_progress, progress_every) as on_progress:
         runner = Worker(
             app,
@@ -102,6 +135,21 @@ def worker(
         )
         code = run_worker(runner)
     ctx.exit(code)
+
+
+def _print_dry_run(reports: list[DryRunJob], as_json: bool) -> None:
+    for report in reports:
+        if as_json:
+            output.print_json_line(dataclasses.asdict(report))
+            continue
+        status = report.outcome if report.error is None else f"{report.outcome}: {report.error}"
+        click.echo(f"{report.task} on {report.item}: {status}")
+        if report.result is not None:
+            click.echo(f"  result: {output.compact_json(report.result)}")
+        for effect in report.effects:
+            click.echo(f"  {output.compact_json(effect)}")
+    if not as_json:
+        click.echo(f"dry run: {output.plural(len(reports), 'job')}, nothing written")
 
 
 def _task_names(tasks: str | None, app: App) -> list[str] | None:

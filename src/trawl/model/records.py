@@ -70,6 +70,7 @@ class AttemptResult:
     revisit_offset: int | None = None  # the new adaptive-revisit offset, if the task has one
     not_found: bool = False  # the task said the thing is gone (trawl.NotFound)
     changed: bool = True  # eventful: the result differs from the stored one
+    defer_until: float | None = None  # Outcome.DEFERRED: when the job is due again
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -136,9 +137,11 @@ class TaskCounts:
     running: int = 0
     done: int = 0
     failed: int = 0
+    skipped: int = 0
     due_now: int = 0
     unhandled_failures: int = 0
     registered: bool = True
+    paused: str | None = None  # why the task is paused, if it is
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -31,7 +31,9 @@ _METADATA = q(
 _STATUS = q("SELECT task, status, count(*) FROM jobs GROUP BY task, status")
 _DUE = q("SELECT task, count(*) FROM jobs WHERE due_at <= :now GROUP BY task")
 _UNHANDLED = q("SELECT task, count(*) FROM failures WHERE NOT handled GROUP BY task")
-_TASKS = q("SELECT name, version FROM tasks")
+_TASKS = q(
+    "SELECT name, version, CASE WHEN paused THEN COALESCE(paused_reason, 'paused') END FROM tasks"
+)
 _JOURNAL = q(
     "SELECT seq, at, kind, item_id, task, detail FROM journal WHERE seq > :since"
     " ORDER BY seq LIMIT :limit"
@@ -94,7 +96,8 @@ def status(db: Database, now: float) -> list[TaskCounts]:
             counts.setdefault(task, {})[state] = count
         due = dict(db.execute(_DUE, {"now": now}).tuples().all())
         unhandled = dict(db.execute(_UNHANDLED).tuples().all())
-        versions = dict(db.execute(_TASKS).tuples().all())
+        tasks = {name: (version, paused) for name, version, paused in db.execute(_TASKS)}
+        versions = {name: version for name, (version, _) in tasks.items()}
     names = sorted(set(counts) | set(versions))
     return [
         TaskCounts(
@@ -104,9 +107,11 @@ def status(db: Database, now: float) -> list[TaskCounts]:
             running=counts.get(name, {}).get("running", 0),
             done=counts.get(name, {}).get("done", 0),
             failed=counts.get(name, {}).get("failed", 0),
+            skipped=counts.get(name, {}).get("skipped", 0),
             due_now=due.get(name, 0),
             unhandled_failures=unhandled.get(name, 0),
             registered=name in versions,
+            paused=tasks[name][1] if name in tasks else None,
         )
         for name in names
     ]

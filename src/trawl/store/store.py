@@ -79,6 +79,14 @@ _VERSION_BUMP = q(
 )
 
 
+def _marks(count: int) -> str:
+    return ", ".join(f":p{n}" for n in range(count))
+
+
+def _numbered(values: Sequence[Any]) -> dict[str, Any]:
+    return {f"p{n}": value for n, value in enumerate(values)}
+
+
 class Store:
     """Everything trawl stores, behind a small set of query-shaped verbs."""
 
@@ -223,6 +231,42 @@ class Store:
         params = transitions.batch_params(self.is_sqlite, ("id", "timeout"), chosen)
         stmt = claims.LEASE_SQLITE if self.is_sqlite else claims.LEASE_POSTGRES
         return list(self.db.execute(stmt, params | {"now": now, "owner": owner}).all())
+
+    def peek_due(self, tasks: dict[str, Sequence[str]], limit: int) -> list[ClaimedJob]:
+        """The jobs a claim would take next, without leasing them (for dry runs). *tasks*
+        maps names to their tags: a task no worker registered yet has no jobs, so its
+        would-be jobs are the items carrying those tags."""
+        with self.db.read():
+            known = set(self.task_names())
+            rows = self._due_rows([t for t in tasks if t in known], limit)
+            for name, tags in tasks.items():
+                if name not in known and len(rows) < limit:
+                    rows += self._tagged_rows(name, tags, limit - len(rows))
+            return self.claimed(rows)
+
+    def _due_rows(self, tasks: Sequence[str], limit: int) -> list[Any]:
+        if not tasks:
+            return []
+        stmt = q(
+            "SELECT j.id, j.item_id, j.task, j.attempt + 1, j.fail_count, i.data,"
+            " j.result_hash, j.revisit_offset, j.not_found"
+            " FROM jobs j JOIN items i ON i.id = j.item_id"
+            f" WHERE j.due_at <= :now AND j.task IN ({_marks(len(tasks))})"
+            " ORDER BY j.niceness, j.ever_run, j.due_at LIMIT :limit"
+        )
+        params = {"now": self.clock(), "limit": limit} | _numbered(tasks)
+        return list(self.db.execute(stmt, params).all())
+
+    def _tagged_rows(self, task: str, tags: Sequence[str], limit: int) -> list[Any]:
+        if not tags:
+            return []
+        stmt = q(
+            "SELECT DISTINCT 0, i.id, :task, 1, 0, i.data, NULL, 0, 0 FROM items i"
+            f" JOIN tags t ON t.item_id = i.id WHERE t.name IN ({_marks(len(tags))})"
+            " ORDER BY i.id LIMIT :limit"
+        )
+        params = {"task": task, "limit": limit} | _numbered(tags)
+        return list(self.db.execute(stmt, params).all())
 
     def claimed(self, rows: Sequence[Any]) -> list[ClaimedJob]:
         tags = self._tags_of([row[1] for row in rows])
