@@ -3,6 +3,7 @@
 The public API is what this module exports; everything else is private.
 """
 
+from trawl.engine.revisit import Adaptive, adaptive
 from trawl.model.durations import Duration
 from trawl.model.errors import (
     AliasError,
@@ -14,6 +15,7 @@ from trawl.model.errors import (
     InvalidItemId,
     ItemExists,
     ItemNotFound,
+    NotFound,
     SchemaOutdated,
     TrawlError,
     UnknownTask,
@@ -28,6 +30,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "MAX_ID_LENGTH",
+    "Adaptive",
     "AliasError",
     "App",
     "AppLoadError",
@@ -43,9 +46,11 @@ __all__ = [
     "ItemView",
     "JobStatus",
     "JobView",
+    "NotFound",
     "SchemaOutdated",
     "TaskDef",
     "TrawlError",
     "UnknownTask",
     "__version__",
+    "adaptive",
 ]

@@ -14,6 +14,9 @@ def test_exported_members() -> None:
     assert exported == set(trawl.__all__) - {"__version__"}
     assert set(trawl.__all__) == {
         "MAX_ID_LENGTH",
+        "Adaptive",
+        "NotFound",
+        "adaptive",
         "AliasError",
         "App",
         "AppLoadError",

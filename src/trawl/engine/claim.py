@@ -24,7 +24,9 @@ from trawl.store.store import Store
 log = logging.getLogger("trawl.claim")
 
 WINDOW_FACTOR = 4
+MIN_WINDOW = 64
 MAX_WINDOW = 1000
+MAX_SCAN = 5000  # candidates one claim may look at before giving the database back
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -69,8 +71,8 @@ def claim(store: Store, tasks: Sequence[TaskGate], limit: int, owner: str) -> Cl
         wake_at = None
         gated = [t for t in active if t.gated]
         if gated and len(rows) < limit:
-            chosen, wake_at = _gated(store, gated, limit - len(rows), now)
-            rows += store.lease(chosen, owner, now)
+            leased, wake_at = _gated(store, gated, limit - len(rows), owner, now)
+            rows += leased
             if not rows:  # say when throttled work comes due, so an idle worker waits for it
                 later = gates.next_deferred(store.db, [t.name for t in gated])
                 wake_at = later if wake_at is None or (later and later < wake_at) else wake_at
@@ -78,17 +80,32 @@ def claim(store: Store, tasks: Sequence[TaskGate], limit: int, owner: str) -> Cl
 
 
 def _gated(
-    store: Store, tasks: list[TaskGate], room: int, now: float
-) -> tuple[list[tuple[int, float]], float | None]:
+    store: Store, tasks: list[TaskGate], room: int, owner: str, now: float
+) -> tuple[list[object], float | None]:
+    """Lease up to *room* gated jobs. Windows of candidates are read until the room is
+    filled, the due jobs run out, or MAX_SCAN were looked at: deferred and parked jobs leave
+    the due set at once, so the next window holds jobs not yet decided."""
     by_name = {t.name: t for t in tasks}
-    window = min(MAX_WINDOW, max(room * WINDOW_FACTOR, 16))
-    found = gates.candidates(store.db, list(by_name), window, now)
-    found = _drop_unmet(store, found, by_name, now)
-    found = policy.order(found, {t.name: t.weights for t in tasks}, room)
-    granted, deferred = _permits(store, found, by_name, room, now)
-    gates.defer(store.db, deferred)
-    chosen = [(c.id, by_name[c.task].timeout) for c in granted]
-    return chosen, min((until for _, until, _ in deferred), default=None)
+    window = min(MAX_WINDOW, max(room * WINDOW_FACTOR, MIN_WINDOW))
+    rows: list[object] = []
+    wake_at: float | None = None
+    scanned = 0
+    while room > 0 and scanned < MAX_SCAN:
+        found = gates.candidates(store.db, list(by_name), window, now)
+        scanned += len(found)
+        ready = _drop_unmet(store, found, by_name, now)
+        ready = policy.order(ready, {t.name: t.weights for t in tasks}, room)
+        granted, deferred = _permits(store, ready, by_name, room, now)
+        gates.defer(store.db, deferred)
+        leased = store.lease([(c.id, by_name[c.task].timeout) for c in granted], owner, now)
+        rows += leased
+        room -= len(leased)
+        wake_at = min(
+            [w for w in (wake_at, *(u for _, u, _ in deferred)) if w is not None], default=None
+        )
+        if len(found) < window or len(granted) + len(deferred) + (len(found) - len(ready)) == 0:
+            break
+    return rows, wake_at
 
 
 def _drop_unmet(
@@ -118,9 +135,12 @@ def _permits(
     store: Store, found: list[Candidate], tasks: dict[str, TaskGate], room: int, now: float
 ) -> tuple[list[Candidate], list[tuple[int, float, str]]]:
     keyed = {c.id: _keys(c, tasks[c.task].limits) for c in found}
-    permits = _Permits(
-        states=gates.limit_states(store.db, (p for ks in keyed.values() for _, p in ks), now)
-    )
+    pairs = {p for ks in keyed.values() for _, p in ks}
+    # Look before locking: a claim that can grant nothing (every key throttled) takes no row
+    # lock, so it never holds up the worker that wakes for the next free permit.
+    seen = gates.limit_states(store.db, pairs, now, lock=False)
+    hopeful = any(all(_free(seen[p], lim, now) for lim, p in ks) for ks in keyed.values())
+    permits = _Permits(states=gates.limit_states(store.db, pairs, now) if hopeful else seen)
     granted: list[Candidate] = []
     deferred: list[tuple[int, float, str]] = []
     for c in found:
@@ -131,8 +151,13 @@ def _permits(
             granted.append(c)
         else:
             deferred.append((c.id, until, why))
-    gates.save_limit_states(store.db, permits.changed)
+    if permits.changed:
+        gates.save_limit_states(store.db, permits.changed)
     return granted, deferred
+
+
+def _free(tat: float | None, lim: Limit, now: float) -> bool:
+    return decide(tat, now, lim.interval, lim.burst).allowed
 
 
 def _take(

@@ -26,6 +26,14 @@ _JOBS = """
 _JOBS_SQLITE = q(_JOBS.format(ids="SELECT value FROM json_each(:ids)"))
 _JOBS_POSTGRES = q(_JOBS.format(ids="SELECT unnest(CAST(:ids AS text[]))"))
 _DROP = q("DELETE FROM items WHERE id = :id")
+# Adding an id that exists lists it again: jobs disabled as "not found" run again.
+_RELIST = """
+    UPDATE jobs SET due_at = :now, ready = true, not_found = 0
+    WHERE selected AND not_found > 0 AND due_at IS NULL AND status = 'failed'
+      AND item_id IN (SELECT item_id FROM aliases WHERE alias IN ({ids}))
+"""
+_RELIST_SQLITE = q(_RELIST.format(ids="SELECT value FROM json_each(:ids)"))
+_RELIST_POSTGRES = q(_RELIST.format(ids="SELECT unnest(CAST(:ids AS text[]))"))
 
 
 def add_items(
@@ -50,6 +58,7 @@ def add_items(
     ]
     _insert(db, schema.tags, None, rows)
     _create_jobs(db, [wanted[i] for i in created], now)
+    _relist(db, [i for i in wanted if i not in set(created)], now)
     db.journal(_journal(created, wanted, now, created_by))
     return created
 
@@ -87,6 +96,13 @@ def _create_jobs(db: Database, items: list[NewItem], now: float) -> None:
     for niceness, ids in by_niceness.items():
         value: Any = codec.dumps(ids) if db.is_sqlite else ids
         db.execute(stmt, {"ids": value, "now": now, "niceness": niceness})
+
+
+def _relist(db: Database, existing: list[str], now: float) -> None:
+    if not existing:
+        return
+    stmt = _RELIST_SQLITE if db.is_sqlite else _RELIST_POSTGRES
+    db.execute(stmt, {"ids": codec.dumps(existing) if db.is_sqlite else existing, "now": now})
 
 
 def _journal(

@@ -116,33 +116,35 @@ _STATE_INIT = q(
     "INSERT INTO limit_state (name, key, tat) VALUES (:name, :key, :tat)"
     " ON CONFLICT (name, key) DO NOTHING"
 )
-_STATE_SAVE = q("UPDATE limit_state SET tat = :tat WHERE name = :name AND key = :key")
+_STATE_SAVE = q(
+    "INSERT INTO limit_state (name, key, tat) VALUES (:name, :key, :tat)"
+    " ON CONFLICT (name, key) DO UPDATE SET tat = excluded.tat"
+)
 
 
 def limit_states(
-    db: Database, pairs: Iterable[tuple[str, str]], now: float
+    db: Database, pairs: Iterable[tuple[str, str]], now: float, *, lock: bool = True
 ) -> dict[tuple[str, str], float | None]:
-    """Current ``tat`` per (limit, key), locking the rows so workers take permits in turn."""
+    """Current ``tat`` per (limit, key). With *lock*, the rows are locked (PostgreSQL) so
+    workers take permits in turn; without, it is a plain read to see if any permit is free."""
     wanted = sorted(set(pairs))  # a fixed order: two workers never lock in opposite orders
     if not wanted:
         return {}
-    if not db.is_sqlite:
+    locking = lock and not db.is_sqlite
+    if locking:
         db.executemany(_STATE_INIT, [{"name": n, "key": k, "tat": now} for n, k in wanted])
     names_in, params = _in(db, "names", [n for n, _ in wanted])
     keys_in, more = _in(db, "keys", [k for _, k in wanted])
-    lock = "" if db.is_sqlite else "ORDER BY name, key FOR UPDATE"
+    suffix = "ORDER BY name, key FOR UPDATE" if locking else ""
     stmt = q(
-        f"SELECT name, key, tat FROM limit_state WHERE name {names_in} AND key {keys_in} {lock}"
+        f"SELECT name, key, tat FROM limit_state WHERE name {names_in} AND key {keys_in} {suffix}"
     )
     found = {(r.name, r.key): r.tat for r in db.execute(stmt, params | more)}
     return {pair: found.get(pair) for pair in wanted}
 
 
 def save_limit_states(db: Database, states: dict[tuple[str, str], float]) -> None:
-    rows = [{"name": n, "key": k, "tat": tat} for (n, k), tat in states.items()]
-    if db.is_sqlite:
-        db.executemany(_STATE_INIT, rows)
-    db.executemany(_STATE_SAVE, rows)
+    db.executemany(_STATE_SAVE, [{"name": n, "key": k, "tat": t} for (n, k), t in states.items()])
 
 
 _DEFER = q("UPDATE jobs SET due_at = :until, ready = false, waiting = :why WHERE id = :id")
