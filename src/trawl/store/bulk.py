@@ -12,17 +12,18 @@ from trawl.model.records import NewItem
 from trawl.model.states import Journal
 from trawl.store import codec, schema
 from trawl.store.database import Database
-from trawl.store.sql import q
+from trawl.store.sql import NEW_JOBS, q
 
-_JOBS = """
-    INSERT INTO jobs (item_id, task, status, due_at, ready, attempt, niceness,
-                      ever_run, selected, fail_count)
+_JOBS = (
+    NEW_JOBS
+    + """
     SELECT DISTINCT t.item_id, tt.task, 'queued', :now, true, 0,
            COALESCE(:niceness, k.niceness), false, true, 0
     FROM tags t JOIN task_tags tt ON tt.tag = t.name JOIN tasks k ON k.name = tt.task
     WHERE t.item_id IN ({ids})
     ON CONFLICT (item_id, task) DO NOTHING
 """
+)
 _JOBS_SQLITE = q(_JOBS.format(ids="SELECT value FROM json_each(:ids)"))
 _JOBS_POSTGRES = q(_JOBS.format(ids="SELECT unnest(CAST(:ids AS text[]))"))
 _DROP = q("DELETE FROM items WHERE id = :id")

@@ -12,22 +12,30 @@ def q(text: str) -> sa.TextClause:
 
 RESOLVE = q("SELECT item_id FROM aliases WHERE alias = :alias")
 
-# New jobs for every task a tag selects; jobs a removed tag had deselected come back.
-SELECT_JOBS_FOR_TAG = q(
-    """
+NEW_JOBS = """
     INSERT INTO jobs (item_id, task, status, due_at, ready, attempt, niceness,
                       ever_run, selected, fail_count)
-    SELECT :item_id, tt.task, 'queued', :now, true, 0,
-           COALESCE(:niceness, t.niceness), false, true, 0
-    FROM task_tags tt JOIN tasks t ON t.name = tt.task
-    WHERE tt.tag = :tag
+"""
+
+# A job a removed tag had deselected comes back when a tag selects its task again: due now,
+# or when its result expires if it has a good one.
+RESELECT = """
     ON CONFLICT (item_id, task) DO UPDATE SET
         selected = true,
         due_at = CASE WHEN jobs.status = 'done' THEN jobs.expires_at ELSE :now END,
         ready = CASE WHEN jobs.status = 'done'
                      THEN COALESCE(jobs.expires_at <= :now, false) ELSE true END
     WHERE NOT jobs.selected
-    """
+"""
+
+# New jobs for every task a tag selects.
+SELECT_JOBS_FOR_TAG = q(
+    f"""{NEW_JOBS}
+    SELECT :item_id, tt.task, 'queued', :now, true, 0,
+           COALESCE(:niceness, t.niceness), false, true, 0
+    FROM task_tags tt JOIN tasks t ON t.name = tt.task
+    WHERE tt.tag = :tag
+    {RESELECT}"""
 )
 
 # A job stays selected while any remaining tag of its item selects its task.

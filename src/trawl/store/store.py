@@ -27,7 +27,7 @@ from trawl.store import claim as claims
 from trawl.store.database import Database
 from trawl.store.items import Items
 from trawl.store.results import Results
-from trawl.store.sql import NOTIFY, q
+from trawl.store.sql import NEW_JOBS, NOTIFY, RESELECT, q
 
 Clock = Callable[[], float]
 
@@ -48,20 +48,13 @@ _UPSERT_TASK = q(
 )
 _CLEAR_TASK_TAGS = q("DELETE FROM task_tags WHERE task = :name")
 _ADD_TASK_TAG = q("INSERT INTO task_tags (task, tag) VALUES (:name, :tag)")
+# Jobs for every item already carrying a tag the task selects.
 _JOBS_FOR_TASK = q(
-    """
-    INSERT INTO jobs (item_id, task, status, due_at, ready, attempt, niceness,
-                      ever_run, selected, fail_count)
+    f"""{NEW_JOBS}
     SELECT DISTINCT t.item_id, tt.task, 'queued', :now, true, 0, :niceness, false, true, 0
     FROM task_tags tt JOIN tags t ON t.name = tt.tag
     WHERE tt.task = :name
-    ON CONFLICT (item_id, task) DO UPDATE SET
-        selected = true,
-        due_at = CASE WHEN jobs.status = 'done' THEN jobs.expires_at ELSE :now END,
-        ready = CASE WHEN jobs.status = 'done'
-                     THEN COALESCE(jobs.expires_at <= :now, false) ELSE true END
-    WHERE NOT jobs.selected
-    """
+    {RESELECT}"""
 )
 _DESELECT_FOR_TASK = q(
     """
