@@ -126,9 +126,9 @@ def _drop_unmet(
                 return False
         return True
 
-    unmet = [c.id for c in found if not met(c)]
-    gates.wait_for_deps(store.db, unmet)
-    return [c for c in found if c.id not in set(unmet)]
+    unmet = {c.id for c in found if not met(c)}
+    gates.wait_for_deps(store.db, sorted(unmet))
+    return [c for c in found if c.id not in unmet]
 
 
 def _permits(

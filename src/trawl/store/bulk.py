@@ -59,7 +59,8 @@ def add_items(
     ]
     _insert(db, schema.tags, None, rows)
     _create_jobs(db, [wanted[i] for i in created], now)
-    _relist(db, [i for i in wanted if i not in set(created)], now)
+    fresh = set(created)
+    _relist(db, [i for i in wanted if i not in fresh], now)
     db.journal(_journal(created, wanted, now, created_by))
     return created
 

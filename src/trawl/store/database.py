@@ -9,21 +9,32 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc
 
 from trawl.model.errors import DatabaseUnavailable, TrawlError
+from trawl.store import codec
 from trawl.store import url as urls
 
 Params = Mapping[str, Any]
 
 JOURNAL_LOCK = 0x7472_6177_6C00  # "trawl\0": the advisory lock that orders journal seqs
-JOURNAL_INSERT = sa.text(
-    "INSERT INTO journal (at, kind, item_id, task, detail) "
-    "VALUES (:at, :kind, :item_id, :task, :detail)"
+_JOURNAL_COLUMNS = ("at", "kind", "item_id", "task", "detail")
+# All of a transaction's journal rows in one statement (seqs follow the list's order).
+JOURNAL_INSERT_SQLITE = sa.text(
+    "INSERT INTO journal (at, kind, item_id, task, detail)"
+    " SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4"
+    " FROM json_each(:batch) ORDER BY key"
+)
+JOURNAL_INSERT_POSTGRES = sa.text(
+    "INSERT INTO journal (at, kind, item_id, task, detail)"
+    " SELECT at, kind, item_id, task, detail FROM unnest(CAST(:at AS float8[]),"
+    " CAST(:kind AS text[]), CAST(:item_id AS text[]), CAST(:task AS text[]),"
+    " CAST(:detail AS text[]))"
+    " WITH ORDINALITY AS j(at, kind, item_id, task, detail, n) ORDER BY n"
 )
 
 
@@ -38,6 +49,8 @@ class Database:
         self._depth = 0
         self._savepoints = itertools.count()
         self._journal: list[dict[str, Any]] = []
+        # Called after each COMMIT with the journal rows it wrote (plugins' item events).
+        self.on_commit: Callable[[list[dict[str, Any]]], None] | None = None
 
     @property
     def is_sqlite(self) -> bool:
@@ -91,25 +104,33 @@ class Database:
         except BaseException:
             self._abort(conn)
             raise
-        self._flush_journal(conn)
+        rows = self._flush_journal(conn)
         self._depth = 0
         self._run(conn, "COMMIT")
+        if rows and self.on_commit is not None:
+            self.on_commit(rows)
 
     def journal(self, rows: Sequence[Params]) -> None:
         """Queue journal rows; they are written just before this transaction commits."""
         self._journal.extend(dict(row) for row in rows)
 
-    def _flush_journal(self, conn: sa.Connection) -> None:
+    def _flush_journal(self, conn: sa.Connection) -> list[dict[str, Any]]:
         rows, self._journal = self._journal, []
         if not rows:
-            return
+            return rows
         if not self.is_sqlite:
             # Journal seqs must become visible in order, or a reader following the journal
             # from a cursor could pass a seq whose transaction commits later and never see
             # it. Taking the seqs under a lock held until COMMIT orders them; the lock covers
             # only this insert and the commit, not the work before it.
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})")
-        conn.execute(JOURNAL_INSERT, rows)
+        if self.is_sqlite:
+            batch = [[row[c] for c in _JOURNAL_COLUMNS] for row in rows]
+            conn.execute(JOURNAL_INSERT_SQLITE, {"batch": codec.dumps(batch)})
+        else:
+            arrays = {c: [row[c] for row in rows] for c in _JOURNAL_COLUMNS}
+            conn.execute(JOURNAL_INSERT_POSTGRES, arrays)
+        return rows
 
     def _abort(self, conn: sa.Connection) -> None:
         self._depth = 0

@@ -31,7 +31,12 @@ from trawl.store.sql import NEW_JOBS, NOTIFY, RESELECT, q
 
 Clock = Callable[[], float]
 
-_TAGS_OF = q("SELECT item_id, name, value FROM tags WHERE item_id IN ({ids})")
+_TAGS_OF_SQLITE = q(
+    "SELECT item_id, name, value FROM tags WHERE item_id IN (SELECT value FROM json_each(:ids))"
+)
+_TAGS_OF_POSTGRES = q(
+    "SELECT item_id, name, value FROM tags WHERE item_id = ANY(CAST(:ids AS text[]))"
+)
 _FAILURE = q(
     "INSERT INTO failures (job_id, item_id, task, attempt, error_type, message, traceback,"
     " occurred_at, handled, allowed) VALUES (:job_id, :item_id, :task, :attempt, :error_type,"
@@ -281,14 +286,15 @@ class Store:
 
     def _tags_of(self, item_ids: Sequence[str]) -> dict[str, dict[str, str | None]]:
         result: dict[str, dict[str, str | None]] = {}
+        if not item_ids:
+            return result
         unique = list(dict.fromkeys(item_ids))
-        for start in range(0, len(unique), 500):
-            chunk = unique[start : start + 500]
-            marks = ", ".join(f":i{n}" for n in range(len(chunk)))
-            stmt = q(_TAGS_OF.text.format(ids=marks))
-            params = {f"i{n}": item for n, item in enumerate(chunk)}
-            for item_id, name, value in self.db.execute(stmt, params):
-                result.setdefault(item_id, {})[name] = value
+        if self.is_sqlite:
+            stmt, params = _TAGS_OF_SQLITE, {"ids": codec.dumps(unique)}
+        else:
+            stmt, params = _TAGS_OF_POSTGRES, {"ids": unique}
+        for item_id, name, value in self.db.execute(stmt, params):
+            result.setdefault(item_id, {})[name] = value
         return result
 
     def renew(self, leases: Sequence[tuple[int, int, float]]) -> set[int]:
