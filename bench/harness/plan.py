@@ -1,0 +1,52 @@
+"""How big each benchmark is: the full run, and the quick one for a change's first look."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    name: str
+    runs: int = 3  # every figure is the median of this many runs, with min and max
+    process_jobs: int  # no-op jobs per processing run
+    processes: tuple[int, ...] = (1, 2)
+    concurrency: int = 64  # async slots per worker process
+    raw_batch: int = 100  # rows per claim and per complete in the raw-SQL baseline
+    enqueue_batch: int  # items in one bulk add
+    enqueue_single: int  # items added one call (one transaction) each
+    claim_sizes: tuple[int, ...]  # jobs present but not due; the first is the baseline
+    claim_due: int = 1_000  # due jobs, kept at this number while claims run
+    claim_limit: int = 100
+    claim_calls: int  # timed claims per run (each followed by an untimed release)
+
+
+QUICK = Plan(
+    name="quick",
+    process_jobs=5_000,
+    enqueue_batch=5_000,
+    enqueue_single=300,
+    claim_sizes=(10_000, 1_000_000),
+    claim_calls=100,
+)
+
+FULL = Plan(
+    name="full",
+    process_jobs=20_000,
+    enqueue_batch=20_000,
+    enqueue_single=2_000,
+    claim_sizes=(10_000, 100_000, 1_000_000, 10_000_000),
+    claim_calls=300,
+)
+
+# The 10M claim set-up takes about 2 minutes on SQLite and 4 on PostgreSQL (2 cores) and some
+# GB of disk each; ``--no-10m`` leaves it out.
+HUGE_SIZE = 10_000_000
+
+
+def human(n: int) -> str:
+    """10000 -> '10k', 1000000 -> '1M'."""
+    for size, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if n >= size and n % size == 0:
+            return f"{n // size}{suffix}"
+    return str(n)

@@ -1,0 +1,164 @@
+"""``enqueue batch`` and ``enqueue single``: items per second into a prepared database.
+
+Each item carries the tag ``noop``, which selects the one registered task, so adding it also
+creates its job. ``enqueue batch`` is ``trawl add --file`` on a JSON Lines file, timed from
+the command's start to its exit (process start-up included: it is what a user waits for),
+and ``Store.add_items`` with the whole list in-process. ``enqueue single`` is one
+``add_items`` call, hence one transaction, per item. The raw-SQL rows insert the same rows
+(items, aliases, tags, jobs, journal) with the driver alone.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness import raw, trawl_db, workers
+from harness.backends import Backend
+from harness.plan import Plan
+from harness.progress import say
+from harness.rows import Row, set_ratio
+from harness.seed import TAG
+from trawl.model.records import NewItem
+from trawl.store.store import Store
+
+BATCH = "enqueue batch"
+SINGLE = "enqueue single"
+
+
+def run(plan: Plan, backend: Backend) -> list[Row]:
+    batch_raw = _measure(
+        plan,
+        backend,
+        BATCH,
+        "raw-sql",
+        "one transaction",
+        plan.enqueue_batch,
+        _raw(backend, per_item=False),
+    )
+    single_raw = _measure(
+        plan,
+        backend,
+        SINGLE,
+        "raw-sql",
+        "one transaction per item",
+        plan.enqueue_single,
+        _raw(backend, per_item=True),
+    )
+    rows = [batch_raw, single_raw]
+    if workers.cli_options() is not None:
+        row = _measure(plan, backend, BATCH, "trawl", "trawl add --file", plan.enqueue_batch, _cli)
+        rows.append(row)
+        set_ratio(row, batch_raw)
+    in_process = _measure(
+        plan,
+        backend,
+        BATCH,
+        "trawl",
+        "Store.add_items, one call",
+        plan.enqueue_batch,
+        _store(per_item=False),
+    )
+    single = _measure(
+        plan,
+        backend,
+        SINGLE,
+        "trawl",
+        "Store.add_items per item",
+        plan.enqueue_single,
+        _store(per_item=True),
+    )
+    set_ratio(in_process, batch_raw)
+    set_ratio(single, single_raw)
+    return [*rows, in_process, single]
+
+
+Adder = Callable[[str, list[tuple[str, str]]], float]  # (url, items) -> seconds taken
+
+
+def _measure(
+    plan: Plan,
+    backend: Backend,
+    workload: str,
+    system: str,
+    variant: str,
+    count: int,
+    add: Adder,
+) -> Row:
+    rates = []
+    items = [(f"bench:{n}", json.dumps({"n": n})) for n in range(count)]
+    for i in range(plan.runs):
+        with backend.database("enqueue") as url:
+            trawl_db.prepare(url)
+            seconds = add(url, items)
+            _check(url, count)
+        rates.append(count / seconds)
+        say(
+            f"  {system} {backend.name} {workload} ({variant}) run {i + 1}: "
+            f"{rates[-1]:,.0f} items/s"
+        )
+    return Row(
+        system=system,
+        backend=backend.name,
+        workload=workload,
+        variant=variant,
+        unit="items/s",
+        better="higher",
+        runs=rates,
+        params={"items": count},
+    )
+
+
+def _check(url: str, count: int) -> None:
+    store = Store(url)
+    try:
+        jobs = sum(c.queued for c in store.status())
+    finally:
+        store.close()
+    if jobs != count:
+        raise RuntimeError(f"added {count} items but {jobs} jobs are queued")
+
+
+def _cli(url: str, items: list[tuple[str, str]]) -> float:
+    with tempfile.TemporaryDirectory(prefix="trawl-bench-") as tmp:
+        path = Path(tmp) / "items.jsonl"
+        with path.open("w") as file:
+            for item_id, data in items:
+                file.write(f'{{"id": "{item_id}", "tags": ["{TAG}"], "data": {data}}}\n')
+        command = [str(workers.VENV_BIN / "trawl"), "--db", url, "add", "--file", str(path)]
+        started = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True)
+        return time.perf_counter() - started
+
+
+def _store(*, per_item: bool) -> Adder:
+    def add(url: str, items: list[tuple[str, str]]) -> float:
+        new = [NewItem(id=i, tags=((TAG, None),), data=json.loads(d)) for i, d in items]
+        groups = [[item] for item in new] if per_item else [new]
+        store = Store(url)
+        try:
+            started = time.perf_counter()
+            for group in groups:
+                store.add_items(group)
+            return time.perf_counter() - started
+        finally:
+            store.close()
+
+    return add
+
+
+def _raw(backend: Backend, *, per_item: bool) -> Adder:
+    def add(url: str, items: list[tuple[str, str]]) -> float:
+        conn = backend.raw(url)
+        try:
+            started = time.perf_counter()
+            raw.enqueue(conn, backend.name, items, per_item)
+            return time.perf_counter() - started
+        finally:
+            conn.close()
+
+    return add
