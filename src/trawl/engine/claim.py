@@ -64,12 +64,13 @@ def claim(store: Store, tasks: Sequence[TaskGate], limit: int, owner: str) -> Cl
     with store.db.write():
         now = store.clock()
         store.promote(now)
-        paused = gates.paused(store.db, [t.name for t in tasks])
-        active = [t for t in tasks if t.name not in paused]
-        plain = {t.name: t.timeout for t in active if not t.gated}
+        plain = {t.name: t.timeout for t in tasks if not t.gated}  # the claim skips paused
+        gated = [t for t in tasks if t.gated]
+        if gated:
+            paused = gates.paused(store.db, [t.name for t in gated])
+            gated = [t for t in gated if t.name not in paused]
         rows = store.claim_due(plain, limit, owner, now) if plain else []
         wake_at = None
-        gated = [t for t in active if t.gated]
         if gated and len(rows) < limit:
             leased, wake_at = _gated(store, gated, limit - len(rows), owner, now)
             rows += leased

@@ -36,15 +36,25 @@ PROMOTE_POSTGRES = q(
 )
 
 # What a claim hands the worker: the job, the item's data, and what the last result was.
-_CLAIMED = "id, item_id, task, attempt, fail_count, {data}, result_hash, revisit_offset, not_found"
-CLAIMED_POSTGRES = ", ".join(f"jobs.{c}" for c in _CLAIMED.split(", ")).replace(
-    "jobs.{data}", "items.data"
-)
+# What a claim hands the worker: the job, the item's data and tags (one JSON object per
+# row, saving a query per claim), and what the last result was.
+CLAIMED_POSTGRES = """
+    jobs.id, jobs.item_id, jobs.task, jobs.attempt, jobs.fail_count, items.data,
+    jobs.result_hash, jobs.revisit_offset, jobs.not_found,
+    (SELECT CAST(json_object_agg(t.name, t.value) AS text) FROM tags t
+     WHERE t.item_id = jobs.item_id)
+"""
 # In RETURNING, SQLite (3.40 at least) plans ``items.id = jobs.item_id`` as a full scan of
 # items for every claimed row; comparing with an expression (the CAST) lets it use the key.
-CLAIMED_SQLITE = _CLAIMED.format(
-    data="(SELECT data FROM items WHERE items.id = CAST(jobs.item_id AS TEXT))"
-)
+CLAIMED_SQLITE = """
+    jobs.id, item_id, task, attempt, fail_count,
+    (SELECT data FROM items WHERE items.id = CAST(jobs.item_id AS TEXT)),
+    result_hash, revisit_offset, not_found,
+    (SELECT json_group_object(t.name, t.value) FROM tags t
+     WHERE t.item_id = CAST(jobs.item_id AS TEXT))
+"""
+# Paused tasks are skipped inside the claim itself (no separate query).
+_NOT_PAUSED = "NOT EXISTS (SELECT 1 FROM tasks k WHERE k.name = {task} AND k.paused)"
 
 # Per task: the best due rows, locked without waiting on other workers' locks. The outer
 # ORDER BY merges the per-task heads so niceness orders claims across tasks too.
@@ -53,6 +63,7 @@ CLAIM_POSTGRES = q(
     WITH wanted AS (
         SELECT * FROM unnest(CAST(:tasks AS text[]), CAST(:timeouts AS float8[]))
             AS w(task, timeout)
+        WHERE {_NOT_PAUSED.format(task="w.task")}
     ), picked AS (
         SELECT c.id, w.timeout FROM wanted w CROSS JOIN LATERAL (
             SELECT id, niceness, ever_run, due_at FROM jobs
@@ -81,6 +92,7 @@ def claim_sqlite(task_count: int) -> sa.TextClause:
     heads = " UNION ALL ".join(
         f"""SELECT * FROM (SELECT id, niceness, ever_run, due_at FROM jobs
                           WHERE task = :task{i} AND ready AND due_at <= :now
+                            AND {_NOT_PAUSED.format(task=f":task{i}")}
                           ORDER BY niceness, ever_run, due_at LIMIT :limit)"""
         for i in range(task_count)
     )
@@ -121,6 +133,6 @@ LEASE_SQLITE = q(
                     due_at = :now + b.timeout, ready = false, owner = :owner, waiting = NULL
     FROM (SELECT value ->> 0 AS id, value ->> 1 AS timeout FROM json_each(:batch)) AS b
     WHERE jobs.id = b.id
-    RETURNING {CLAIMED_SQLITE.replace("id, item_id, task", "jobs.id, item_id, task", 1)}
+    RETURNING {CLAIMED_SQLITE}
     """
 )

@@ -267,7 +267,12 @@ class Store:
         return list(self.db.execute(stmt, params).all())
 
     def claimed(self, rows: Sequence[Any]) -> list[ClaimedJob]:
-        tags = self._tags_of([row[1] for row in rows])
+        """Records for claimed rows; claims return each item's tags as JSON, other reads
+        (dry runs) have them looked up."""
+        if rows and len(rows[0]) > 9:
+            tags = {row[1]: codec.loads(row[9]) or {} for row in rows}
+        else:
+            tags = self._tags_of([row[1] for row in rows])
         return [
             ClaimedJob(
                 job_id=row[0],
@@ -289,11 +294,9 @@ class Store:
         if not item_ids:
             return result
         unique = list(dict.fromkeys(item_ids))
-        if self.is_sqlite:
-            stmt, params = _TAGS_OF_SQLITE, {"ids": codec.dumps(unique)}
-        else:
-            stmt, params = _TAGS_OF_POSTGRES, {"ids": unique}
-        for item_id, name, value in self.db.execute(stmt, params):
+        ids: Any = codec.dumps(unique) if self.is_sqlite else unique
+        stmt = _TAGS_OF_SQLITE if self.is_sqlite else _TAGS_OF_POSTGRES
+        for item_id, name, value in self.db.execute(stmt, {"ids": ids}):
             result.setdefault(item_id, {})[name] = value
         return result
 
