@@ -11,10 +11,10 @@ from collections.abc import Callable
 from harness import backends, environment, postgres, profile, report
 from harness.plan import FULL, HUGE_SIZE, QUICK, Plan
 from harness.progress import say
-from harness.rows import Row
-from harness.workloads import claim, enqueue, process
+from harness.rows import Row, set_best_peer
+from harness.workloads import claim, compare, enqueue, peers, process
 
-WORKLOADS = ("process", "enqueue", "claim")
+WORKLOADS = ("process", "enqueue", "claim", "compare")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +26,12 @@ def main(argv: list[str] | None = None) -> int:
     sizes = tuple(s for s in plan.claim_sizes if s < HUGE_SIZE or not args.no_10m)
     started = time.monotonic()
     rows, errors = _run_all(plan, chosen, args.only, sizes)
+    set_best_peer(rows)
     meta = environment.describe(plan, chosen, started, errors)
+    try:
+        meta["peers"] = peers.versions()
+    except Exception as error:  # the table matters more than the version list
+        meta["peers"] = {"error": str(error)}
     path = report.write(rows, meta)
     print(report.table(rows))
     print(
@@ -83,6 +88,7 @@ def _run_all(
         ("process", process.run),
         ("enqueue", enqueue.run),
         ("claim", lambda p, b: claim.run(p, b, sizes)),
+        ("compare", compare.run),
     ]
     for name in chosen:
         backend = _open(name)

@@ -10,7 +10,18 @@ from harness.rows import Row
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 
-_HEADERS = ("workload", "backend", "system", "variant", "median", "min", "max", "unit", "ratio")
+_HEADERS = (
+    "workload",
+    "backend",
+    "system",
+    "variant",
+    "median",
+    "min",
+    "max",
+    "unit",
+    "ratio",
+    "vs best peer",
+)
 
 
 def table(rows: list[Row]) -> str:
@@ -40,6 +51,7 @@ def _cells(row: Row, rows: list[Row]) -> tuple[str, ...]:
         _number(max(row.runs)),
         row.unit,
         _ratio(row, rows),
+        "" if row.ratio_to_best_peer is None else f"{row.ratio_to_best_peer:.2f}x",
     )
 
 

@@ -50,3 +50,23 @@ def set_ratio(row: Row, baseline: Row | None) -> None:
         return
     row.baseline = baseline.key()
     row.ratio = row.median / baseline.median
+
+
+PEERS = ("pgqueuer", "procrastinate", "celery", "huey")
+
+
+def set_best_peer(rows: list[Row]) -> None:
+    """``ratio_to_best_peer``: the row's median over the best peer row's median for the same
+    workload and backend (Celery's backend is Redis, so it is its own group)."""
+    for row in rows:
+        peers = [
+            r
+            for r in rows
+            if r.system in PEERS and r.workload == row.workload and r.backend == row.backend
+        ]
+        if not peers:
+            continue
+        pick = max if row.better == "higher" else min
+        best = pick(peers, key=lambda r: r.median)
+        if best.median:
+            row.ratio_to_best_peer = row.median / best.median

@@ -53,13 +53,13 @@ def command(url: str, concurrency: int, app: str = NOOP_APP) -> list[str]:
     ]
 
 
-def run(url: str, processes: int, concurrency: int) -> float:
+def run(url: str, processes: int, concurrency: int, app: str = NOOP_APP) -> float:
     """Start *processes* workers at once and wait for all to exit; returns the wall time."""
     env = os.environ | {"TRAWL_DB": url}
     started = time.perf_counter()
     procs = [
         subprocess.Popen(
-            command(url, concurrency),
+            command(url, concurrency, app),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -1,0 +1,55 @@
+"""pgqueuer (asyncpg): enqueue one by one or in one call; drain N jobs with one QueueManager
+at a given batch size (``QueueExecutionMode.drain``)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import asyncpg
+from common import Span, arguments, report
+from pgqueuer import QueueManager
+from pgqueuer.db import AsyncpgDriver
+from pgqueuer.models import Job
+from pgqueuer.queries import Queries
+from pgqueuer.types import QueueExecutionMode
+
+
+async def main() -> None:
+    args = arguments()
+    conn = await asyncpg.connect(args.url)
+    queries = Queries(AsyncpgDriver(conn))
+    await queries.install()
+    if args.workload == "enqueue-single":
+        with Span() as span:
+            for _ in range(args.jobs):
+                await queries.enqueue("noop", None)
+        return report(args.jobs, span.seconds)
+    with Span() as span:
+        await queries.enqueue(["noop"] * args.jobs, [None] * args.jobs, [0] * args.jobs)
+    if args.workload == "enqueue-batch":
+        return report(args.jobs, span.seconds)
+    qm = QueueManager(queries)
+    sleep = args.workload == "sleep"
+
+    @qm.entrypoint("noop")
+    async def noop(job: Job) -> None:
+        if sleep:
+            await asyncio.sleep(0.01)
+
+    limit = args.concurrency if args.concurrency >= 2 * args.batch else None
+    with Span() as span:
+        await qm.run(
+            dequeue_timeout=timedelta(seconds=0.2),
+            batch_size=args.batch,
+            mode=QueueExecutionMode.drain,
+            max_concurrent_tasks=limit,
+        )
+    left = await conn.fetchval("SELECT count(*) FROM pgqueuer")
+    if left:
+        raise SystemExit(f"pgqueuer left {left} jobs")
+    report(args.jobs, span.seconds)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
