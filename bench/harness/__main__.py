@@ -12,9 +12,9 @@ from harness import backends, environment, postgres, profile, report
 from harness.plan import FULL, HUGE_SIZE, QUICK, Plan
 from harness.progress import say
 from harness.rows import Row, set_best_peer
-from harness.workloads import claim, compare, enqueue, peers, process
+from harness.workloads import claim, compare, enqueue, peers, process, scheduling
 
-WORKLOADS = ("process", "enqueue", "claim", "compare")
+WORKLOADS = ("process", "enqueue", "claim", "scheduling", "compare")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,6 +88,7 @@ def _run_all(
         ("process", process.run),
         ("enqueue", enqueue.run),
         ("claim", lambda p, b: claim.run(p, b, sizes)),
+        ("scheduling", scheduling.run),
         ("compare", compare.run),
     ]
     for name in chosen:

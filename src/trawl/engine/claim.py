@@ -23,7 +23,7 @@ from trawl.store.store import Store
 
 log = logging.getLogger("trawl.claim")
 
-WINDOW_FACTOR = 4
+WINDOW_FACTOR = 2
 MIN_WINDOW = 64
 MAX_WINDOW = 1000
 MAX_SCAN = 5000  # candidates one claim may look at before giving the database back

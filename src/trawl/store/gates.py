@@ -112,14 +112,35 @@ def task_versions(db: Database, names: Sequence[str]) -> dict[str, str]:
     return dict(db.execute(stmt, params).tuples().all())
 
 
-_STATE_INIT = q(
-    "INSERT INTO limit_state (name, key, tat) VALUES (:name, :key, :tat)"
-    " ON CONFLICT (name, key) DO NOTHING"
+# (limit, key) pairs arrive as arrays (PostgreSQL) or a JSON array of pairs (SQLite), so each
+# step is one statement whatever the number of keys a claim touches.
+# (SQLite needs the WHERE to parse INSERT ... SELECT ... ON CONFLICT.)
+_PAIRS_SQLITE = (
+    "SELECT value ->> 0 AS name, value ->> 1 AS key, value ->> 2 AS tat FROM json_each(:pairs)"
+    " WHERE true"
 )
-_STATE_SAVE = q(
-    "INSERT INTO limit_state (name, key, tat) VALUES (:name, :key, :tat)"
+_PAIRS_POSTGRES = (
+    "SELECT * FROM unnest(CAST(:names AS text[]), CAST(:keys AS text[]),"
+    " CAST(:tats AS float8[])) AS p(name, key, tat)"
+)
+_STATE_INIT = "INSERT INTO limit_state (name, key, tat) {pairs} ON CONFLICT (name, key) DO NOTHING"
+_STATE_SAVE = (
+    "INSERT INTO limit_state (name, key, tat) {pairs}"
     " ON CONFLICT (name, key) DO UPDATE SET tat = excluded.tat"
 )
+_STATE_READ = (
+    "SELECT s.name, s.key, s.tat FROM limit_state s"
+    " JOIN ({pairs}) AS p ON p.name = s.name AND p.key = s.key {suffix}"
+)
+
+
+def _pairs(
+    db: Database, rows: Sequence[tuple[str, str, float | None]]
+) -> tuple[str, dict[str, Any]]:
+    if db.is_sqlite:
+        return _PAIRS_SQLITE, {"pairs": codec.dumps([list(r) for r in rows])}
+    names, keys, tats = ([r[i] for r in rows] for i in range(3))
+    return _PAIRS_POSTGRES, {"names": names, "keys": keys, "tats": tats}
 
 
 def limit_states(
@@ -131,20 +152,20 @@ def limit_states(
     if not wanted:
         return {}
     locking = lock and not db.is_sqlite
+    source, params = _pairs(db, [(n, k, now) for n, k in wanted])
     if locking:
-        db.executemany(_STATE_INIT, [{"name": n, "key": k, "tat": now} for n, k in wanted])
-    names_in, params = _in(db, "names", [n for n, _ in wanted])
-    keys_in, more = _in(db, "keys", [k for _, k in wanted])
-    suffix = "ORDER BY name, key FOR UPDATE" if locking else ""
-    stmt = q(
-        f"SELECT name, key, tat FROM limit_state WHERE name {names_in} AND key {keys_in} {suffix}"
-    )
-    found = {(r.name, r.key): r.tat for r in db.execute(stmt, params | more)}
+        db.execute(q(_STATE_INIT.format(pairs=source)), params)
+    suffix = "ORDER BY s.name, s.key FOR UPDATE OF s" if locking else ""
+    stmt = q(_STATE_READ.format(pairs=source, suffix=suffix))
+    found = {(r.name, r.key): r.tat for r in db.execute(stmt, params)}
     return {pair: found.get(pair) for pair in wanted}
 
 
 def save_limit_states(db: Database, states: dict[tuple[str, str], float]) -> None:
-    db.executemany(_STATE_SAVE, [{"name": n, "key": k, "tat": t} for (n, k), t in states.items()])
+    if not states:
+        return
+    source, params = _pairs(db, [(n, k, t) for (n, k), t in states.items()])
+    db.execute(q(_STATE_SAVE.format(pairs=source)), params)
 
 
 _DEFER = q("UPDATE jobs SET due_at = :until, ready = false, waiting = :why WHERE id = :id")
