@@ -1,0 +1,70 @@
+"""Settling the jobs an actor still held when it died, so they are due at once rather than
+when their leases run out.
+
+The commit is the ordinary fenced one (``id``, ``attempt``, ``status = 'running'``): if
+the actor committed an attempt just before it died, the orchestrator's commit for the same
+attempt is stale and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+from trawl.engine.commit import commit
+from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, FailureInfo
+from trawl.model.states import Outcome
+from trawl.runtime.app import TaskDef
+from trawl.runtime.outcome import retry_delay
+from trawl.store import queues
+from trawl.store.store import Store
+
+
+class Death(StrEnum):
+    """How an actor ended, as far as the jobs it held are concerned."""
+
+    CLEAN = "clean"  # it exited by itself: anything left is handed back
+    STOPPED = "stopped"  # killed by the orchestrator at shutdown: handed back
+    STALLED = "stalled"  # killed because its event loop stopped: the attempts timed out
+    CRASHED = "crashed"  # died on its own: the attempts failed, retried at once
+
+
+class ActorDied(Exception):
+    """The actor process running the attempt died."""
+
+
+def held_jobs(store: Store, task: str, owner: str) -> list[ClaimedJob]:
+    return queues.held(store.db, task, owner)
+
+
+def settle(
+    store: Store, task: TaskDef, jobs: Sequence[ClaimedJob], death: Death, why: str
+) -> tuple[list[AttemptResult], CommitReport]:
+    """Commit what *death* means for each of *jobs*; returns the attempts and the report."""
+    results = [_result(task, job, death, why) for job in jobs]
+    if not results:
+        return results, CommitReport()
+    return results, commit(store, results)
+
+
+def _result(task: TaskDef, job: ClaimedJob, death: Death, why: str) -> AttemptResult:
+    outcome = Outcome.RELEASED if death in (Death.CLEAN, Death.STOPPED) else Outcome.FAILURE
+    failure = None
+    delay = None
+    if outcome is Outcome.FAILURE:
+        error = "TaskTimeout" if death is Death.STALLED else ActorDied.__name__
+        failure = FailureInfo(error_type=error, message=why)
+        delay = retry_delay(task, job, not_found=False)
+        if death is Death.CRASHED and job.fail_count < task.retries:
+            delay = 0.0  # not the job's doing, most likely: run it again at once
+    return AttemptResult(
+        job_id=job.job_id,
+        item_id=job.item_id,
+        task=job.task,
+        attempt=job.attempt,
+        outcome=outcome,
+        version=task.version,
+        ttl=task.ttl,
+        failure=failure,
+        retry_delay=delay,
+    )

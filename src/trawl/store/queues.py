@@ -1,0 +1,89 @@
+"""What the orchestrator reads: due jobs per task, a sample of them, orphans, held jobs.
+
+Counts are capped: the orchestrator needs "how much work, roughly", every fraction of a
+second, and a capped count stays an index range scan however large the backlog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from trawl.model.records import ClaimedJob
+from trawl.store import codec
+from trawl.store.database import Database
+from trawl.store.sql import q
+
+# Due rows already in the claim index (``ready``), one task at a time.
+_READY = q(
+    "SELECT count(*) FROM (SELECT 1 FROM jobs WHERE task = :task AND ready AND due_at <= :now"
+    " LIMIT :cap) AS d"
+)
+# Rows whose time has come but that no claim has promoted yet (lapsed leases among them),
+# for all tasks at once: the head of ``jobs_pending``.
+_UNPROMOTED = q(
+    "SELECT task, count(*) FROM (SELECT task FROM jobs WHERE NOT ready AND due_at IS NOT NULL"
+    " AND due_at <= :now ORDER BY due_at LIMIT :cap) AS p GROUP BY task"
+)
+_SAMPLE = q(
+    "SELECT j.item_id, i.data FROM jobs j JOIN items i ON i.id = j.item_id"
+    " WHERE j.id IN (SELECT id FROM jobs WHERE task = :task AND ready AND due_at <= :now"
+    "                ORDER BY niceness, ever_run, due_at LIMIT :limit)"
+    " ORDER BY j.niceness, j.ever_run, j.due_at"
+)
+_TASK_NAMES = q("SELECT name FROM tasks ORDER BY name")
+_HELD = q(
+    "SELECT id, item_id, task, attempt, fail_count, not_found, result_hash, revisit_offset"
+    " FROM jobs WHERE task = :task AND status = 'running' AND owner = :owner"
+)
+
+
+def due_counts(db: Database, tasks: Iterable[str], now: float, cap: int) -> dict[str, int]:
+    """Due jobs of each of *tasks*, each counted up to *cap*."""
+    names = list(tasks)
+    with db.read():
+        counts = {
+            task: int(db.execute(_READY, {"task": task, "now": now, "cap": cap}).scalar() or 0)
+            for task in names
+        }
+        for task, count in db.execute(_UNPROMOTED, {"now": now, "cap": cap}):
+            if task in counts:
+                counts[task] = min(cap, counts[task] + int(count))
+    return counts
+
+
+def due_sample(db: Database, task: str, now: float, limit: int) -> list[tuple[str, Any]]:
+    """(item id, item data) of the first *limit* due jobs of *task*, in claim order."""
+    with db.read():
+        rows = db.execute(_SAMPLE, {"task": task, "now": now, "limit": limit}).all()
+    return [(row.item_id, codec.loads(row.data)) for row in rows]
+
+
+def orphans(db: Database, served: Iterable[str], now: float, cap: int) -> dict[str, int]:
+    """Tasks known to the database that *served* leaves out, with their due jobs (capped)."""
+    wanted = set(served)
+    with db.read():
+        others = [name for name in db.execute(_TASK_NAMES).scalars() if name not in wanted]
+    counts = due_counts(db, others, now, cap) if others else {}
+    return {task: count for task, count in counts.items() if count}
+
+
+def held(db: Database, task: str, owner: str) -> list[ClaimedJob]:
+    """The running jobs of *task* whose lease *owner* holds (data and tags left empty)."""
+    with db.read():
+        rows: Sequence[Any] = db.execute(_HELD, {"task": task, "owner": owner}).all()
+    return [
+        ClaimedJob(
+            job_id=r.id,
+            item_id=r.item_id,
+            task=r.task,
+            attempt=r.attempt,
+            data={},
+            tags={},
+            fail_count=r.fail_count,
+            not_found=r.not_found,
+            result_hash=r.result_hash,
+            revisit_offset=r.revisit_offset,
+        )
+        for r in rows
+    ]
