@@ -1,0 +1,213 @@
+"""bench/crawl: pages per second and peak RSS crawling a generated site, trawl beside peers.
+
+For each site size the site is served by its own process (``python -m trawl.crawl.server``)
+and crawled to depth 5 by: trawl on SQLite and on PostgreSQL (WARC on), ``wget -r
+--warc-file`` and Scrapy (breadth-first settings, no WARC: it has none). Each system runs
+under a wrapper that reports its peak RSS (``ru_maxrss`` of the process tree's largest
+process). Rows go to stdout and bench/results/crawl-latest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PY = ROOT / ".venv" / "bin" / "python"
+TRAWL = ROOT / ".venv" / "bin" / "trawl"
+SCRAPY_VENV = HERE / ".venv-scrapy"
+DEPTH = 5
+CONCURRENCY = 16
+RSS = (
+    "import resource, subprocess, sys, time; t = time.monotonic();"
+    " code = subprocess.run(sys.argv[1:]).returncode;"
+    " u = resource.getrusage(resource.RUSAGE_CHILDREN);"
+    " print('BENCH', code, time.monotonic() - t, u.ru_maxrss, u.ru_utime + u.ru_stime,"
+    " file=sys.stderr)"
+)
+
+
+def measured(argv: list[str], log: Path, env: dict[str, str] | None = None) -> dict[str, float]:
+    """Run *argv*; wall seconds, peak RSS (MiB), exit code; its output goes to *log*."""
+    with log.open("w") as out:
+        proc = subprocess.run(
+            [sys.executable, "-c", RSS, *argv],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            check=False,
+        )
+    line = [x for x in proc.stderr.splitlines() if x.startswith("BENCH ")][-1].split()
+    log.open("a").write(proc.stderr)
+    return {
+        "code": int(line[1]),
+        "wall_s": float(line[2]),
+        "rss_mib": int(line[3]) / 1024,
+        "cpu_s": float(line[4]),
+    }
+
+
+def serve(pages: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
+    proc = subprocess.Popen(
+        [str(PY), "-m", "trawl.crawl.server", "--pages", str(pages)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    return proc, json.loads(proc.stdout.readline())
+
+
+def trawl(db: str, root: str, work: Path) -> dict[str, float]:
+    args = [
+        str(TRAWL),
+        "--db",
+        db,
+        "crawl",
+        root,
+        "--depth",
+        str(DEPTH),
+        "--concurrency",
+        str(CONCURRENCY),
+        "--warc",
+        str(work / "trawl.warc.gz"),
+        "--no-progress",
+    ]
+    row = measured(args, work / "trawl.log")
+    out = subprocess.run(
+        [str(TRAWL), "--db", db, "crawl", "list", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pages = json.loads(out.stdout)["crawls"][-1]["pages"]
+    row["pages"] = pages["done"] + pages["failed"]
+    return row
+
+
+def wget(root: str, work: Path) -> dict[str, float]:
+    args = [
+        "wget",
+        "-r",
+        "-l",
+        str(DEPTH),
+        "-p",
+        "--warc-file",
+        str(work / "wget"),
+        "--no-warc-keep-log",
+        "-e",
+        "robots=on",
+        "-P",
+        str(work / "wget-files"),
+        "-nv",
+        root,
+    ]
+    row = measured(args, work / "wget.log")
+    text = (work / "wget.log").read_text(errors="replace")
+    row["pages"] = len(re.findall(r"^\S+ \S+ URL:", text, re.M))
+    return row
+
+
+def scrapy(root: str, work: Path) -> dict[str, float]:
+    python = SCRAPY_VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(SCRAPY_VENV)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "scrapy"], check=True, capture_output=True
+        )
+    args = [str(python), str(HERE / "crawl_spider.py"), root, str(DEPTH), str(CONCURRENCY)]
+    row = measured(args, work / "scrapy.log")
+    stats = json.loads((work / "scrapy.log").read_text().splitlines()[0])
+    row["pages"] = stats.get("response_received_count", 0)
+    return row
+
+
+def postgres_url() -> tuple[str, object]:
+    sys.path.insert(0, str(HERE))
+    from harness import postgres
+
+    server = postgres.connect()
+    name = server.create("crawl")
+    url = server.database_url(name)
+    subprocess.run([str(TRAWL), "--db", url, "db", "upgrade"], check=True, capture_output=True)
+    return url, (server, name)
+
+
+def run(size: int, systems: list[str], work: Path) -> list[dict[str, object]]:
+    rows = []
+    for system in systems:
+        server, origin = serve(size)
+        root = origin["main"] + "/"
+        place = work / f"{system}-{size}"
+        place.mkdir(parents=True)
+        cleanup = None
+        try:
+            if system == "trawl-sqlite":
+                row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place)
+            elif system == "trawl-postgresql":
+                url, cleanup = postgres_url()
+                row = trawl(url, root, place)
+            elif system == "wget":
+                row = wget(root, place)
+            else:
+                row = scrapy(root, place)
+        finally:
+            server.terminate()
+            server.wait()
+            if cleanup is not None:
+                pg, name = cleanup  # type: ignore[misc]
+                pg.drop(name)
+        row["pages_per_s"] = row["pages"] / row["wall_s"] if row["wall_s"] else 0.0
+        # CPU time per page is what another machine's load does not change much.
+        row["cpu_ms_per_page"] = 1000 * row["cpu_s"] / row["pages"] if row["pages"] else 0.0
+        rows.append({"system": system, "site_pages": size, **row})
+        print(_line(rows[-1]), flush=True)
+    return rows
+
+
+def _line(row: dict[str, object]) -> str:
+    return (
+        f"{row['system']:<17} site {row['site_pages']:>6}  fetched {row['pages']:>6}  "
+        f"{row['wall_s']:7.1f}s  {row['pages_per_s']:7.1f} pages/s  "
+        f"{row['cpu_ms_per_page']:5.2f} CPU ms/page  peak RSS {row['rss_mib']:6.0f} MiB  "
+        f"exit {row['code']}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="the 2,000-page site only")
+    parser.add_argument("--sizes", default=None, help="comma-separated site sizes")
+    parser.add_argument("--only", default="trawl-sqlite,trawl-postgresql,wget,scrapy")
+    args = parser.parse_args()
+    sizes = [int(s) for s in (args.sizes or ("2000" if args.quick else "2000,20000")).split(",")]
+    systems = args.only.split(",")
+    if "wget" in systems and shutil.which("wget") is None:
+        print("wget is missing (Debian: apt-get install -y wget): skipping it", file=sys.stderr)
+        systems.remove("wget")
+    work = Path(tempfile.mkdtemp(prefix="trawl-crawl-bench-"))
+    rows = []
+    try:
+        for size in sizes:
+            rows += run(size, systems, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    meta = {"cpus": os.cpu_count(), "depth": DEPTH, "concurrency": CONCURRENCY, "at": time.time()}
+    (HERE / "results").mkdir(exist_ok=True)
+    (HERE / "results" / "crawl-latest.json").write_text(
+        json.dumps({"meta": meta, "rows": rows}, indent=1)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

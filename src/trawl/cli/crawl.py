@@ -1,0 +1,437 @@
+"""``trawl crawl``: archive sites to WARC, with a depth-correct frontier and politeness."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import click
+
+from trawl.cli import crawlview, output
+from trawl.cli.common import duration, json_option, open_store, settings
+from trawl.crawl import rules as crawl_rules
+from trawl.crawl import runner, service
+from trawl.crawl.app import DEFAULT_LEASE, make_app
+from trawl.crawl.options import Options
+from trawl.crawl.service import CrawlSpec
+from trawl.store.crawls import FETCH_TASK, CrawlTables
+
+
+class CrawlGroup(click.Group):
+    """``trawl crawl URL ...`` starts a crawl; ``trawl crawl list`` etc. are subcommands."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in self.commands and not args[0].startswith("-"):
+            args = ["start", *args]
+        return super().resolve_command(ctx, args)
+
+
+@click.group("crawl", cls=CrawlGroup)
+def crawl() -> None:
+    """Crawl sites into WARC files: `trawl crawl URL... [options]` starts (or
+    resumes) a crawl; the subcommands below inspect and steer crawls.
+
+    \b
+    trawl crawl https://example.org/ --depth 3 --accept 'example\\.org' \\
+          --reject '\\?sessionid=' --delay 0.5 --concurrency 8 --warc example.warc.gz
+
+    A page is found once per crawl (canonical URL); its depth is its shortest
+    discovery path, kept correct even when pages fail and are retried. Ctrl-C
+    stops cleanly; the same command again resumes where it stopped.
+    """
+
+
+@crawl.command("start")
+@click.argument("seeds", metavar="URL...", nargs=-1, required=True)
+@click.option(
+    "--depth", type=click.IntRange(min=0), help="Links to follow from a seed [default: unlimited]."
+)
+@click.option(
+    "--accept",
+    multiple=True,
+    metavar="REGEX",
+    help="Add discovered URLs matching this (repeatable) [default: the seeds' hosts].",
+)
+@click.option(
+    "--reject",
+    multiple=True,
+    metavar="REGEX",
+    help="Skip URLs matching this instead of fetching them (repeatable).",
+)
+@click.option(
+    "--delay",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Seconds between request starts on one host (robots.txt Crawl-delay may ask more).",
+)
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Requests in flight for this crawl.",
+)
+@click.option(
+    "--per-host",
+    type=click.IntRange(min=1),
+    help="Requests in flight per host [default: --concurrency].",
+)
+@click.option(
+    "--warc",
+    metavar="PATH",
+    help="Write WARC/1.1 to PATH (x.warc.gz; later files x-00001.warc.gz ...).",
+)
+@click.option(
+    "--warc-size",
+    type=click.IntRange(min=1 << 20),
+    default=1_000_000_000,
+    show_default=True,
+    help="Start a new WARC file past this many bytes.",
+)
+@click.option("--no-robots", is_flag=True, help="Ignore robots.txt.")
+@click.option("--user-agent", metavar="UA", help="User-Agent header [default: trawl's].")
+@click.option(
+    "--timeout",
+    metavar="DURATION",
+    callback=duration,
+    default="30s",
+    show_default=True,
+    help="Longest a request may take.",
+)
+@click.option(
+    "--max-size",
+    type=click.IntRange(min=1),
+    default=100 << 20,
+    show_default=True,
+    help="Bytes kept of one response (the rest is cut, WARC-Truncated).",
+)
+@click.option(
+    "--nice",
+    "niceness",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Niceness of the crawl's pages (lower runs first).",
+)
+@click.option("--tag", help="A tag for the crawl (for matching pipelines later).")
+@click.option("--note", help="A note kept with the crawl.")
+@click.option(
+    "--lease",
+    metavar="DURATION",
+    callback=duration,
+    default=f"{DEFAULT_LEASE:g}s",
+    show_default=True,
+    help="How long a killed worker's pages stay claimed before another takes them.",
+)
+@click.option("--new", is_flag=True, help="Start a new crawl even if this command made one before.")
+@click.option(
+    "--progress/--no-progress",
+    "show_progress",
+    default=True,
+    show_default=True,
+    help="Live progress on stderr (a log line when not a terminal).",
+)
+def start(seeds: tuple[str, ...], **opts: Any) -> None:
+    """Start a crawl of URL... and work on it until it is finished.
+
+    Running the same command again finds the crawl it made and resumes it.
+    The worker in this process also serves the database's other active crawls;
+    more workers can join with `trawl worker trawl.crawl.app:app`.
+    """
+    spec = _spec(seeds, opts)
+    store = open_store()
+    service.register(store, make_app(lease=opts["lease"]).get(FETCH_TASK).info())
+    found = None if opts["new"] else service.find(store, spec)
+    if found is not None:
+        crawl_id = found.id
+        if found.aborted:
+            raise click.ClickException(
+                f"crawl {crawl_id} was aborted: `trawl crawl resume {crawl_id}` continues it"
+            )
+        click.echo(f"resuming crawl {crawl_id}", err=True)
+    else:
+        crawl_id = service.create(store, spec)
+        click.echo(f"crawl {crawl_id} started", err=True)
+    work(crawl_id, spec.concurrency, opts["lease"], opts["show_progress"])
+
+
+def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:
+    for pattern in (*opts["accept"], *opts["reject"]):
+        crawl_rules.make_rule("accept", pattern)  # checks the regex, naming it if bad
+    options = Options(
+        delay=opts["delay"],
+        per_host=opts["per_host"],
+        robots=not opts["no_robots"],
+        timeout=opts["timeout"],
+        max_bytes=opts["max_size"],
+        warc=opts["warc"],
+        warc_size=opts["warc_size"],
+    )
+    return CrawlSpec(
+        seeds=service.canonical_seeds(seeds),
+        depth=opts["depth"],
+        accept=opts["accept"],
+        reject=opts["reject"],
+        user_agent=opts["user_agent"],
+        niceness=opts["niceness"],
+        concurrency=opts["concurrency"],
+        tag=opts["tag"],
+        note=opts["note"],
+        options=options,
+    )
+
+
+def work(crawl_id: int, concurrency: int, lease: float, show_progress: bool) -> service.Progress:
+    crawlview.configure_logging()
+    with crawlview.reporter(show_progress) as on_progress:
+        last = asyncio.run(
+            runner.run(
+                settings().url,
+                crawl_id,
+                concurrency=concurrency,
+                lease=lease,
+                on_progress=on_progress,
+            )
+        )
+    click.echo(crawlview.summary(last))
+    if last.status != service.FINISHED:
+        click.echo(f"stopped: `trawl crawl resume {crawl_id}` (or the same command) continues")
+    return last
+
+
+@crawl.command("list")
+@json_option
+def list_crawls(as_json: bool) -> None:
+    """List crawls with their status and page counts.
+
+    With --json, prints one object:
+
+    \b
+    {"crawls": [{"id": 1, "status": "FINISHED", "seeds": ["https://example.org/"],
+                 "depth_limit": 3, "pages": {"ready": 0, "claimed": 0, "done": 812,
+                 "failed": 3, "skipped": 41, "parked": 0}, "created_at": "...Z"}]}
+
+    status is ACTIVE (pages ready), DRAINING (only pages in flight), FINISHED
+    or ABORTED.
+    """
+    store = open_store()
+    rows = [service.progress(store, c.id) for c in service.all_crawls(store)]
+    if as_json:
+        output.print_json({"crawls": [crawlview.brief_json(p) for p in rows]})
+    elif not rows:
+        click.echo("no crawls yet: `trawl crawl URL` starts one")
+    else:
+        output.print_table(crawlview.list_table(rows))
+
+
+@crawl.command("show")
+@click.argument("crawl_id", metavar="ID", type=int)
+@json_option
+def show(crawl_id: int, as_json: bool) -> None:
+    """Show a crawl: settings, rules, page counts, depth frontier, bytes.
+
+    With --json, prints one object: the fields of `crawl list --json` plus
+
+    \b
+    {"concurrency": 8, "niceness": 0, "ruleset": 2, "rules": [{"kind": "accept",
+     "match": "^https?://example\\\\.org(:\\\\d+)?/", "value": true}],
+     "options": {"delay": 0.5, "robots": true, "warc": "example.warc.gz", ...},
+     "frontier": 2, "bytes": 1048576, "responses": 812, "note": null, "tag": null}
+    """
+    store = open_store()
+    progress = service.progress(store, crawl_id)
+    version, rules = service.rules(store, crawl_id)
+    if as_json:
+        output.print_json(crawlview.full_json(progress, rules))
+    else:
+        click.echo(crawlview.detail(progress, version, rules))
+
+
+@crawl.command("pages")
+@click.argument("crawl_id", metavar="ID", type=int)
+@json_option
+def pages(crawl_id: int, as_json: bool) -> None:
+    """List a crawl's pages with depth, the page they were found on, and state.
+
+    With --json, prints one object:
+
+    \b
+    {"pages": [{"url": "https://example.org/", "depth": 0, "via": null,
+                "state": "DONE", "skip": null, "attempts": 1}]}
+
+    state is READY, CLAIMED, DONE, FAILED, SKIPPED (skip says why: depth,
+    robots or rule:VERSION) or STASHED (parked by an abort).
+    """
+    store = open_store()
+    service.get(store, crawl_id)
+    rows = [crawlview.page_json(r) for r in CrawlTables(store.db).pages(crawl_id)]
+    if as_json:
+        output.print_json({"pages": rows})
+        return
+    grid = output.table("depth", "state", "url", "via / skip")
+    for row in rows:
+        grid.add_row(str(row["depth"]), row["state"], row["url"], row["skip"] or row["via"] or "")
+    output.print_table(grid)
+
+
+@crawl.command("abort")
+@click.argument("crawl_id", metavar="ID", type=int)
+def abort(crawl_id: int) -> None:
+    """Abort a crawl: no more of its pages are claimed (those in flight finish).
+
+    `trawl crawl resume ID` undoes it.
+    """
+    parked = service.abort(open_store(), crawl_id)
+    click.echo(f"crawl {crawl_id} aborted: {output.plural(parked, 'page')} set aside")
+
+
+@crawl.command("resume")
+@click.argument("crawl_id", metavar="ID", type=int)
+@click.option(
+    "--concurrency",
+    "-c",
+    type=click.IntRange(min=1),
+    help="Worker slots [default: the crawl's concurrency].",
+)
+@click.option(
+    "--lease",
+    metavar="DURATION",
+    callback=duration,
+    default=f"{DEFAULT_LEASE:g}s",
+    show_default=True,
+    help="How long a killed worker's pages stay claimed.",
+)
+@click.option(
+    "--progress/--no-progress",
+    "show_progress",
+    default=True,
+    show_default=True,
+    help="Live progress on stderr.",
+)
+def resume(crawl_id: int, concurrency: int | None, lease: float, show_progress: bool) -> None:
+    """Resume a crawl (after an abort, a Ctrl-C or a crash) and work on it until finished."""
+    store = open_store()
+    crawl_row = service.get(store, crawl_id)
+    service.register(store, make_app(lease=lease).get(FETCH_TASK).info())
+    if crawl_row.aborted:
+        count = service.resume(store, crawl_id)
+        click.echo(f"crawl {crawl_id} resumed: {output.plural(count, 'page')} due again", err=True)
+    work(crawl_id, concurrency or max(1, crawl_row.concurrency), lease, show_progress)
+
+
+@crawl.command("concurrency")
+@click.argument("crawl_id", metavar="ID", type=int)
+@click.argument("value", metavar="N", type=click.IntRange(min=0))
+def concurrency(crawl_id: int, value: int) -> None:
+    """Set how many of a crawl's requests may be in flight (0 pauses it)."""
+    service.set_concurrency(open_store(), crawl_id, value)
+    click.echo(f"crawl {crawl_id}: concurrency {value}")
+
+
+@crawl.command("nice")
+@click.argument("crawl_id", metavar="ID", type=int)
+@click.argument("value", metavar="N", type=int)
+def nice(crawl_id: int, value: int) -> None:
+    """Set a crawl's niceness: pages of crawls with lower niceness are fetched first."""
+    count = service.set_niceness(open_store(), crawl_id, value)
+    click.echo(f"crawl {crawl_id}: niceness {value} ({output.plural(count, 'page')})")
+
+
+@crawl.group("rule")
+def rule() -> None:
+    """Show and edit a crawl's rules. Every edit makes a new ruleset version; the
+    next page claimed runs under it (each attempt records its version).
+    """
+
+
+_ensure = click.option(
+    "--ensure-ruleset",
+    "ensure",
+    type=int,
+    metavar="N",
+    help="Fail unless the crawl's ruleset is still at version N (no edit in between).",
+)
+
+
+@rule.command("add")
+@click.argument("crawl_id", metavar="ID", type=int)
+@click.option("--accept", metavar="REGEX", help="Add discovered URLs matching REGEX.")
+@click.option(
+    "--reject", metavar="REGEX", help="Skip URLs matching REGEX instead of fetching them."
+)
+@click.option("--user-agent", metavar="UA", help="Send UA to URLs matching --match.")
+@click.option(
+    "--header", metavar="'NAME: VALUE'", help="Send this header to URLs matching --match."
+)
+@click.option(
+    "--hook",
+    metavar="MODULE:FUNCTION",
+    help="Call fn(url, settings) for URLs matching --match; it may return changed settings.",
+)
+@click.option(
+    "--match",
+    metavar="REGEX",
+    default="",
+    help="Which URLs --user-agent, --header or --hook apply to [default: all].",
+)
+@click.option("--note", help="Why (kept with the version).")
+@_ensure
+def rule_add(crawl_id: int, note: str | None, ensure: int | None, **kinds: str | None) -> None:
+    """Add a rule at the end of a crawl's rules (the last matching rule wins)."""
+    new = _rule(kinds)
+    version = service.edit_rules(open_store(), crawl_id, add=[new], ensure=ensure, note=note)
+    click.echo(f"crawl {crawl_id}: ruleset version {version}")
+
+
+def _rule(kinds: dict[str, str | None]) -> crawl_rules.Rule:
+    match = kinds.pop("match") or ""
+    given = [(k, v) for k, v in kinds.items() if v is not None]
+    if len(given) != 1:
+        raise click.UsageError(
+            "give exactly one of --accept, --reject, --user-agent, --header, --hook"
+        )
+    kind, value = given[0]
+    if kind == "accept":
+        return crawl_rules.make_rule("accept", str(value))
+    if kind == "reject":
+        return crawl_rules.make_rule("skip", str(value))
+    return crawl_rules.make_rule(kind, match, value)
+
+
+@rule.command("remove")
+@click.argument("crawl_id", metavar="ID", type=int)
+@click.argument("position", metavar="N", type=click.IntRange(min=1))
+@click.option("--note", help="Why (kept with the version).")
+@_ensure
+def rule_remove(crawl_id: int, position: int, note: str | None, ensure: int | None) -> None:
+    """Remove rule number N (as `rule list` numbers them)."""
+    version = service.edit_rules(
+        open_store(), crawl_id, remove=[position], ensure=ensure, note=note
+    )
+    click.echo(f"crawl {crawl_id}: ruleset version {version}")
+
+
+@rule.command("list")
+@click.argument("crawl_id", metavar="ID", type=int)
+@json_option
+def rule_list(crawl_id: int, as_json: bool) -> None:
+    """List a crawl's current rules, numbered.
+
+    With --json, prints one object:
+
+    \b
+    {"version": 2, "rules": [{"kind": "accept", "match": "example\\\\.org",
+                              "value": true}, {"kind": "skip", ...}]}
+    """
+    version, rules = service.rules(open_store(), crawl_id)
+    if as_json:
+        output.print_json({"version": version, "rules": rules})
+        return
+    click.echo(f"ruleset version {version}")
+    for n, entry in enumerate(rules, 1):
+        click.echo(f"{n:3}  {entry['kind']:<10} {json.dumps(entry['value'])}  {entry['match']}")

@@ -1,0 +1,32 @@
+"""The crawl's trawl App: one task, ``trawl.fetch``, run on every item tagged ``trawl.page``.
+
+``trawl worker trawl.crawl.app:app`` adds a worker to every active crawl in the database
+(another machine, on PostgreSQL); ``trawl crawl`` runs one in-process.
+"""
+
+from __future__ import annotations
+
+from trawl.crawl.fetch import fetch_page
+from trawl.crawl.frontier import PAGE_TAG
+from trawl.runtime.app import App
+from trawl.store.crawls import FETCH_TASK
+
+DEFAULT_LEASE = 60.0  # how long a killed worker's pages stay claimed
+
+
+def make_app(db: str | None = None, *, lease: float = DEFAULT_LEASE) -> App:
+    """The crawl app; *lease* is the fetch task's timeout (renewed while a fetch runs)."""
+    crawl_app = App(db)
+    crawl_app.task(
+        fetch_page,
+        name=FETCH_TASK,
+        tags=[PAGE_TAG],
+        timeout=lease,
+        retries=3,
+        backoff="1s",
+        not_found_limit=1,  # 404, 410 and other 4xx are final at once
+    )
+    return crawl_app
+
+
+app = make_app()

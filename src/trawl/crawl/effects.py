@@ -1,0 +1,58 @@
+"""What a fetch attempt commits with its job, atomically: the attempt's record, its slots
+released, a host block, the payload digest, and the links it found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trawl.crawl.frontier import Discover
+from trawl.store.crawls import CrawlTables
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fetched:
+    """A custom effect: one attempt's outcome."""
+
+    item_id: str
+    attempt: int
+    record: dict[str, Any]  # a crawl_attempts row
+    block: tuple[str, float] | None = None  # (host, until) after 429/503
+    payload: tuple[int, str, str, str] | None = None  # (crawl, digest, url, date): first copy
+    discover: Discover | None = None
+
+    def apply(self, store: Any, now: float, task: str) -> None:
+        tables = CrawlTables(store.db)
+        tables.add_attempt(self.record)
+        tables.release(self.item_id, self.attempt)
+        if self.block is not None:
+            tables.block(*self.block)
+        if self.payload is not None:
+            tables.add_payload(*self.payload)
+        if self.discover is not None:
+            self.discover.apply(store, now, task)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Skipped:
+    """A custom effect: the page is skipped (by a rule, robots.txt or depth) and why."""
+
+    crawl_id: int
+    url: str
+    reason: str
+    record: dict[str, Any]
+
+    def apply(self, store: Any, now: float, task: str) -> None:
+        tables = CrawlTables(store.db)
+        tables.set_skip(self.crawl_id, self.url, self.reason)
+        tables.add_attempt(self.record)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Parked:
+    """A custom effect: the crawl was aborted; the page waits until it is resumed."""
+
+    item_id: str
+
+    def apply(self, store: Any, now: float, task: str) -> None:
+        CrawlTables(store.db).park_job(self.item_id)

@@ -1,0 +1,289 @@
+"""The fetch task: one attempt at one page, from the politeness gate to the WARC record.
+
+Everything the attempt learns is committed with its job (``ctx.custom``): the attempt's
+record, the slots it held, a host block, the payload digest and the links it found.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from trawl.crawl import extract, fetcher, urls
+from trawl.crawl.effects import Fetched, Parked, Skipped
+from trawl.crawl.fetcher import FetchError, Response
+from trawl.crawl.frontier import Discover, Found
+from trawl.crawl.options import Options
+from trawl.crawl.politeness import SLACK, Plan, block_host, store_robots
+from trawl.crawl.process import Runtime, runtime
+from trawl.crawl.robots import Robots, robots_url
+from trawl.crawl.rules import Settings
+from trawl.model.errors import NotFound
+from trawl.runtime.context import Context
+from trawl.store.crawls import CrawlRow
+
+RETRY_AFTER_DEFAULT = 10.0  # a 429 that does not say how long
+RETRY_AFTER_MAX = 3600.0
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+class RetryableHTTP(Exception):
+    """A 5xx or 429: the page is tried again after the task's backoff."""
+
+
+async def fetch_page(ctx: Context) -> dict[str, Any] | None:
+    """The ``trawl.fetch`` task."""
+    rt = runtime()
+    crawl_id, url = int(ctx.data["crawl"]), str(ctx.data["url"])
+    for _ in range(3):
+        plan: Plan = await ctx.with_store(
+            partial(
+                rt.gate.begin,
+                crawl_id=crawl_id,
+                url=url,
+                item_id=ctx.id,
+                attempt=ctx.attempt,
+                finished=rt.take_finished(),
+            )
+        )
+        if plan.action in ("park", "defer", "skip"):
+            _set_aside(ctx, plan, crawl_id, url)
+            return None
+        await _sleep_until(plan.start_at)
+        blocked = rt.blocked.get(urls.host(url), 0.0)
+        if blocked > time.time():  # a 429 arrived while this request waited for its start
+            ctx.defer(blocked)
+            return None
+        if plan.action == "robots":
+            await _fetch_robots(ctx, rt, plan, url)
+            continue
+        return await _fetch(ctx, rt, plan, crawl_id, url)
+    ctx.defer(time.time() + 1.0)  # robots.txt kept changing under us: look again soon
+    return None
+
+
+def _set_aside(ctx: Context, plan: Plan, crawl_id: int, url: str) -> None:
+    if plan.action == "park":
+        ctx.custom(Parked(item_id=ctx.id))
+        ctx.defer(time.time())
+    elif plan.action == "defer":
+        ctx.defer(plan.until)
+    else:
+        if plan.reason != "gone":
+            record = _record(ctx, plan, crawl_id, url, time.time()) | {
+                "outcome": "skipped",
+                "error": plan.reason,
+            }
+            ctx.custom(Skipped(crawl_id=crawl_id, url=url, reason=plan.reason, record=record))
+        ctx.skip()
+
+
+async def _sleep_until(start: float) -> None:
+    wait = start - time.time()
+    if wait > 0:
+        await asyncio.sleep(wait)
+
+
+async def _fetch_robots(ctx: Context, rt: Runtime, plan: Plan, url: str) -> None:
+    r = _ready(plan)
+    target = robots_url(url)
+    started = time.time()
+    headers = {"User-Agent": r.settings.user_agent}
+    try:
+        resp = await fetcher.fetch(
+            rt.client(), target, headers=headers, timeout=r.options.timeout, max_bytes=1 << 20
+        )
+        status, body = resp.status, resp.text() if resp.status < 300 else ""
+        if r.options.warc:
+            await rt.archive(ctx, r.crawl, resp)
+        resp.exchange.body.close()
+    except FetchError:
+        status, body = 599, ""
+    host, robots = urls.host(url), Robots(status, body)
+    wait = max(r.options.delay, robots.delay(r.settings.user_agent))
+    wait += min(SLACK, wait / 10)
+    await ctx.with_store(
+        lambda store: store_robots(store, host, (status, body), started + wait, ctx.id, ctx.attempt)
+    )
+    rt.gate.learned_robots(host, robots)
+
+
+async def _fetch(
+    ctx: Context, rt: Runtime, plan: Plan, crawl_id: int, url: str
+) -> dict[str, Any] | None:
+    r = _ready(plan)
+    started = time.time()
+    record = _record(ctx, plan, crawl_id, url, started)
+    headers = {"User-Agent": r.settings.user_agent, **r.settings.headers}
+    ctx.allow_failure()  # a failed attempt still records itself and frees its slots
+    try:
+        resp = await fetcher.fetch(
+            rt.client(),
+            url,
+            headers=headers,
+            timeout=r.options.timeout,
+            max_bytes=r.options.max_bytes,
+        )
+    except FetchError as error:
+        rt.finished.append((ctx.id, ctx.attempt))
+        record |= {"outcome": "retry", "error": str(error), "elapsed": time.time() - started}
+        ctx.custom(Fetched(item_id=ctx.id, attempt=ctx.attempt, record=record))
+        raise
+    rt.finished.append((ctx.id, ctx.attempt))
+    try:
+        return await _handle(ctx, rt, plan, crawl_id, url, resp, record)
+    finally:
+        resp.exchange.body.close()
+
+
+async def _handle(
+    ctx: Context,
+    rt: Runtime,
+    plan: Plan,
+    crawl_id: int,
+    url: str,
+    resp: Response,
+    record: dict[str, Any],
+) -> dict[str, Any] | None:
+    r = _ready(plan)
+    found = _found(plan, url, resp)
+    payload = None
+    record |= {
+        "status_code": resp.status,
+        "location": resp.header("location"),
+        "content_type": resp.content_type or None,
+        "size": resp.size,
+        "elapsed": resp.elapsed,
+        "outlinks": len(found),
+        "digest": resp.exchange.digest,
+        "outcome": _outcome(resp.status),
+    }
+    if r.options.warc:
+        written, first = await rt.archive(ctx, r.crawl, resp, [f.url for f in found])
+        record |= {"warc_file": written.file, "warc_offset": written.offset}
+        record["warc_length"] = written.length
+        if first:
+            payload = (crawl_id, resp.exchange.digest, url, resp.exchange.date)
+    block = _block(resp, urls.host(url))
+    if block is not None:  # at once, not at commit: requests already planned must not go
+        rt.blocked[block[0]] = block[1]
+        await ctx.with_store(lambda store: block_host(store, *block))
+    discover = (
+        Discover(crawl_id=crawl_id, parent=url, found=tuple(found), crawl=r.crawl)
+        if found
+        else None
+    )
+    ctx.custom(
+        Fetched(
+            item_id=ctx.id,
+            attempt=ctx.attempt,
+            record=record,
+            block=block,
+            payload=payload,
+            discover=discover,
+        )
+    )
+    _raise_for(resp)
+    return {"status": resp.status, "size": resp.size, "links": len(found)}
+
+
+@dataclass(frozen=True, slots=True)
+class _Ready:
+    crawl: CrawlRow
+    options: Options
+    settings: Settings
+
+
+def _ready(plan: Plan) -> _Ready:
+    if plan.options is None or plan.settings is None or plan.crawl is None:
+        raise RuntimeError(f"an incomplete plan to fetch: {plan}")
+    return _Ready(plan.crawl, plan.options, plan.settings)
+
+
+def _record(ctx: Context, plan: Plan, crawl_id: int, url: str, started: float) -> dict[str, Any]:
+    return {
+        "crawl_id": crawl_id,
+        "url": url,
+        "attempt": ctx.attempt,
+        "ruleset": plan.ruleset.version if plan.ruleset is not None else 0,
+        "host": urls.host(url),
+        "started_at": started,
+        "elapsed": 0.0,
+        "outcome": "done",
+        "status_code": None,
+        "location": None,
+        "content_type": None,
+        "size": None,
+        "outlinks": 0,
+        "error": None,
+        "digest": None,
+        "warc_file": None,
+        "warc_offset": None,
+        "warc_length": None,
+    }
+
+
+def _found(plan: Plan, url: str, resp: Response) -> list[Found]:
+    assert plan.ruleset is not None
+    if 300 <= resp.status < 400:
+        target = urls.canonical(resp.header("location") or "", url)
+        raw, hops = ([target] if target else []), 0
+    elif 200 <= resp.status < 300 and not resp.truncated:
+        raw, hops = _links(url, resp), 1
+    else:
+        return []
+    skip = f"rule:{plan.ruleset.version}"
+    return [
+        Found(url=link, hops=hops, skip=skip if plan.ruleset.skips(link) else None)
+        for link in raw
+        if link != url and plan.ruleset.accepts(link)
+    ]
+
+
+def _links(url: str, resp: Response) -> list[str]:
+    kind = resp.content_type
+    if kind in HTML_TYPES:
+        return extract.html_links(resp.text().encode(), url)
+    if kind == "text/css":
+        return extract.css_links(resp.text(), url)
+    return []
+
+
+def _outcome(status: int) -> str:
+    if status == 429 or status >= 500:
+        return "retry"
+    return "not-found" if 400 <= status < 500 else "done"
+
+
+def _block(resp: Response, host: str) -> tuple[str, float] | None:
+    """A 429, or a 503 that says when to come back, holds off the whole host."""
+    asked = resp.header("retry-after")
+    if resp.status == 429 or (resp.status == 503 and asked):
+        return host, time.time() + retry_after(asked)
+    return None
+
+
+def retry_after(value: str | None) -> float:
+    """Seconds a Retry-After header asks for (a number or an HTTP date), capped."""
+    if not value:
+        return RETRY_AFTER_DEFAULT
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            seconds = parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return RETRY_AFTER_DEFAULT
+    return max(0.0, min(RETRY_AFTER_MAX, seconds))
+
+
+def _raise_for(resp: Response) -> None:
+    if resp.status == 429 or resp.status >= 500:
+        raise RetryableHTTP(f"HTTP {resp.status}")
+    if 400 <= resp.status < 500:
+        raise NotFound(f"HTTP {resp.status}")

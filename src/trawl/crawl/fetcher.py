@@ -1,0 +1,183 @@
+"""HTTP fetching with aiohttp: the exchange exactly as it went over the wire (for the WARC),
+with timeouts, a size cap, and gzip/deflate/brotli decoding for link extraction."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import zlib
+from dataclasses import dataclass
+from typing import IO
+
+import aiohttp
+import brotli
+
+from trawl.crawl.urls import request_target
+from trawl.crawl.warc import Exchange, payload_digest, warc_date
+
+CHUNK = 65536
+SPOOL = 1 << 20  # bodies past 1 MiB wait on disk, not in memory
+ACCEPT_ENCODING = "gzip, deflate, br"
+DECODE_LIMIT = 20 << 20  # link extraction reads at most 20 MiB of decoded text
+
+
+class FetchError(Exception):
+    """The request got no complete response: a timeout, a reset, a refused connection."""
+
+
+@dataclass(kw_only=True, slots=True)
+class Response:
+    exchange: Exchange
+    status: int
+    headers: dict[str, str]  # lower-cased names, last value wins
+    size: int
+    truncated: bool
+    started: float
+    elapsed: float
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    @property
+    def content_type(self) -> str:
+        return (self.header("content-type") or "").split(";")[0].strip().lower()
+
+    def text(self) -> str:
+        """The payload decoded (content-encoding, then charset), for link extraction."""
+        body = self.exchange.body
+        body.seek(0)
+        raw = body.read(DECODE_LIMIT)
+        body.seek(0)
+        data = _decode(raw, (self.header("content-encoding") or "").lower())
+        charset = _charset(self.header("content-type") or "")
+        return data.decode(charset, errors="replace")
+
+
+def session(concurrency: int) -> aiohttp.ClientSession:
+    """One connection pool per process, keep-alive, no automatic decoding or redirects."""
+    connector = aiohttp.TCPConnector(limit=max(1, concurrency) * 2, ttl_dns_cache=300)
+    return aiohttp.ClientSession(
+        connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar()
+    )
+
+
+async def fetch(
+    client: aiohttp.ClientSession,
+    url: str,
+    *,
+    headers: dict[str, str],
+    timeout: float,  # noqa: ASYNC109 - the request's own timeout, handed to aiohttp
+    max_bytes: int,
+) -> Response:
+    """GET *url* without following redirects; raises FetchError when no response came."""
+    started = time.time()
+    sent = {"Accept-Encoding": ACCEPT_ENCODING, **headers}
+    limits = aiohttp.ClientTimeout(total=timeout, sock_connect=min(10.0, timeout))
+    try:
+        async with client.get(
+            url, headers=sent, allow_redirects=False, timeout=limits, skip_auto_headers=()
+        ) as resp:
+            ip = _peer(resp)
+            body, size, truncated = await _read(resp, max_bytes)
+            return _response(url, resp, body, size, truncated, started, ip)
+    except TimeoutError as error:
+        raise FetchError(f"timed out after {timeout:g}s") from error
+    except aiohttp.ClientError as error:
+        raise FetchError(f"{type(error).__name__}: {error}") from error
+    except OSError as error:
+        raise FetchError(f"{type(error).__name__}: {error}") from error
+
+
+async def _read(resp: aiohttp.ClientResponse, max_bytes: int) -> tuple[IO[bytes], int, bool]:
+    body: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL)  # noqa: SIM115 - returned
+    size, truncated = 0, False
+    async for chunk in resp.content.iter_chunked(CHUNK):
+        if size + len(chunk) > max_bytes:
+            body.write(chunk[: max_bytes - size])
+            size, truncated = max_bytes, True
+            break
+        body.write(chunk)
+        size += len(chunk)
+    body.seek(0)
+    return body, size, truncated
+
+
+def _response(
+    url: str,
+    resp: aiohttp.ClientResponse,
+    body: IO[bytes],
+    size: int,
+    truncated: bool,
+    started: float,
+    ip: str | None,
+) -> Response:
+    raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
+    # The payload is stored de-chunked: say so rather than claim a chunked body.
+    stored = [(k, v) for k, v in raw if k.lower() != "transfer-encoding"]
+    protocol = f"HTTP/{resp.version.major}.{resp.version.minor}" if resp.version else "HTTP/1.1"
+    request_headers = [(k, v) for k, v in resp.request_info.headers.items()]
+    exchange = Exchange(
+        url=url,
+        request_line=f"GET {request_target(url)} {protocol}",
+        request_headers=request_headers,
+        status_line=f"{resp.status} {resp.reason or ''}".strip(),
+        protocol=protocol,
+        response_headers=stored,
+        body=body,
+        digest=_digest(body),
+        date=warc_date(started),
+        ip=ip,
+    )
+    return Response(
+        exchange=exchange,
+        status=resp.status,
+        headers={k.lower(): v for k, v in raw},
+        size=size,
+        truncated=truncated,
+        started=started,
+        elapsed=time.time() - started,
+    )
+
+
+def _digest(body: IO[bytes]) -> str:
+    body.seek(0)
+    data = body.read()
+    body.seek(0)
+    return payload_digest(data)
+
+
+def _peer(resp: aiohttp.ClientResponse) -> str | None:
+    connection = resp.connection
+    if connection is None or connection.transport is None:
+        return None
+    peer = connection.transport.get_extra_info("peername")
+    return str(peer[0]) if peer else None
+
+
+def _decode(raw: bytes, encoding: str) -> bytes:
+    try:
+        if encoding in ("gzip", "x-gzip"):
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw, DECODE_LIMIT)
+        if encoding == "deflate":
+            try:
+                return zlib.decompressobj().decompress(raw, DECODE_LIMIT)
+            except zlib.error:
+                return zlib.decompressobj(-zlib.MAX_WBITS).decompress(raw, DECODE_LIMIT)
+        if encoding == "br":
+            return bytes(brotli.decompress(raw))
+    except (zlib.error, brotli.error):
+        return b""
+    return raw
+
+
+def _charset(content_type: str) -> str:
+    for part in content_type.split(";")[1:]:
+        name, _, value = part.partition("=")
+        if name.strip().lower() == "charset" and value.strip():
+            charset = value.strip().strip("\"'")
+            try:
+                b"".decode(charset)
+            except LookupError:
+                break
+            return charset
+    return "utf-8"

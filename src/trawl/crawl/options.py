@@ -1,0 +1,27 @@
+"""A crawl's settings as stored with it (``crawls.options``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from trawl.crawl.warc import DEFAULT_MAX_SIZE
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Options:
+    delay: float = 0.0  # seconds between request starts on one host
+    per_host: int | None = None  # requests in flight per host (None: the crawl's concurrency)
+    robots: bool = True
+    timeout: float = 30.0  # one request, connect to last byte
+    max_bytes: int = 100 << 20  # bodies are cut (WARC-Truncated) past this
+    warc: str | None = None  # WARC path: x.warc.gz, then x-00001.warc.gz ...
+    warc_size: int = DEFAULT_MAX_SIZE
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> Options:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in value.items() if k in known})

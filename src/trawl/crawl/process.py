@@ -1,0 +1,116 @@
+"""What a worker process keeps between fetches: the HTTP connection pool, the open WARC
+files, the digests of payloads already archived, and the politeness gate's caches."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import aiohttp
+
+from trawl.crawl import fetcher
+from trawl.crawl.fetcher import Response
+from trawl.crawl.options import Options
+from trawl.crawl.politeness import Gate
+from trawl.crawl.warc import WarcFiles, Written
+from trawl.runtime.context import Context
+from trawl.store.crawls import CrawlRow, CrawlTables
+
+POOL = 256  # connections kept open per process, across hosts
+
+
+class Runtime:
+    """Per-process crawl state, bound to one event loop."""
+
+    def __init__(self) -> None:
+        self.gate = Gate()
+        self._client: aiohttp.ClientSession | None = None
+        self._warcs: dict[int, tuple[WarcFiles, threading.Lock]] = {}
+        self._payloads: dict[int, dict[str, tuple[str, str]]] = {}
+        self.blocked: dict[str, float] = {}  # host -> until: 429s this process has seen
+        self.finished: list[tuple[str, int]] = []  # requests done, slots not yet freed
+
+    def take_finished(self) -> list[tuple[str, int]]:
+        taken, self.finished = self.finished, []
+        return taken
+
+    def client(self) -> aiohttp.ClientSession:
+        if self._client is None or self._client.closed:
+            self._client = fetcher.session(POOL)
+        return self._client
+
+    async def archive(
+        self, ctx: Context, crawl: CrawlRow, resp: Response, outlinks: list[str] | None = None
+    ) -> tuple[Written, bool]:
+        """Write the exchange (a revisit if its payload was archived before); returns where
+        the response record went and whether this is the payload's first copy."""
+        index = self._payloads.get(crawl.id)
+        if index is None:
+            index = await ctx.with_store(lambda store: CrawlTables(store.db).payloads(crawl.id))
+            self._payloads[crawl.id] = index
+        ex = resp.exchange
+        refers = index.get(ex.digest) if resp.size > 0 and not resp.truncated else None
+        first = refers is None and resp.size > 0 and not resp.truncated
+        if first:
+            index[ex.digest] = (ex.url, ex.date)
+        files, lock = self._warc(crawl)
+
+        def write() -> Written:
+            with lock:
+                written = files.write(ex, refers)
+                if outlinks:
+                    files.metadata(ex.url, ex.date, [("outlink", u) for u in outlinks])
+                return written
+
+        return await asyncio.to_thread(write), first
+
+    def _warc(self, crawl: CrawlRow) -> tuple[WarcFiles, threading.Lock]:
+        found = self._warcs.get(crawl.id)
+        if found is None:
+            options = Options.from_json(crawl.options)
+            assert options.warc is not None
+            info = {
+                "isPartOf": f"trawl crawl {crawl.id}",
+                "robots": "obey" if options.robots else "ignore",
+                "description": " ".join(crawl.seeds),
+            }
+            files = WarcFiles(options.warc, max_size=options.warc_size, info=info)
+            found = self._warcs[crawl.id] = (files, threading.Lock())
+        return found
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+        for files, lock in self._warcs.values():
+            with lock:
+                files.close()
+        self._warcs.clear()
+
+
+_runtimes: dict[int, Runtime] = {}
+
+
+def runtime() -> Runtime:
+    """The running event loop's crawl state (a worker process has one loop)."""
+    key = id(asyncio.get_running_loop())
+    found = _runtimes.get(key)
+    if found is None:
+        found = _runtimes[key] = Runtime()
+    return found
+
+
+async def shutdown() -> None:
+    """Close this loop's connections and WARC files (the crawl command calls it at exit)."""
+    found = _runtimes.pop(id(asyncio.get_running_loop()), None)
+    if found is not None:
+        await found.close()
+
+
+def close_all_sync(_: Any = None) -> None:
+    """Close WARC files of every runtime (at interpreter exit, for plain workers)."""
+    for rt in _runtimes.values():
+        for files, lock in rt._warcs.values():
+            with lock:
+                files.close()

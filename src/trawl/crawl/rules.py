@@ -1,0 +1,139 @@
+"""Crawl rules: ordered (kind, regex, value) entries; the last matching rule wins per setting.
+
+Kinds: ``accept`` (whether a discovered URL is added), ``skip`` (``--reject``: the page is
+marked skipped instead of fetched), ``user_agent``, ``header`` (``Name: value``, per name)
+and ``hook`` (``module:function`` called as ``fn(url, settings)``, returning new settings or
+``None``). Rulesets are versioned: every edit stores a new version, and each fetch attempt
+records the version it ran under.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+from trawl.model.errors import InvalidInput
+
+KINDS = ("accept", "skip", "user_agent", "header", "hook")
+DEFAULT_USER_AGENT = "trawl/0.1 (+https://github.com/trawl; archiving crawler)"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Rule:
+    kind: str
+    match: str  # a regular expression, searched in the canonical URL
+    value: Any = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "match": self.match, "value": self.value}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Settings:
+    """What the rules say about one URL."""
+
+    accept: bool = False
+    skip: bool = False
+    user_agent: str = DEFAULT_USER_AGENT
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def make_rule(kind: str, match: str, value: Any = True) -> Rule:
+    """A checked rule."""
+    if kind not in KINDS:
+        raise InvalidInput(f"unknown rule kind {kind!r}; use one of {', '.join(KINDS)}")
+    try:
+        re.compile(match)
+    except re.error as error:
+        raise InvalidInput(f"rule pattern {match!r} is not a regular expression: {error}") from None
+    if kind == "header" and (not isinstance(value, str) or ":" not in value):
+        raise InvalidInput(f"a header rule's value is 'Name: value', not {value!r}")
+    if kind == "hook" and (not isinstance(value, str) or ":" not in value):
+        raise InvalidInput(f"a hook rule's value is 'module:function', not {value!r}")
+    if kind in ("accept", "skip") and not isinstance(value, bool):
+        raise InvalidInput(f"an {kind} rule's value is true or false, not {value!r}")
+    return Rule(kind=kind, match=match, value=value)
+
+
+def from_json(rules: Sequence[dict[str, Any]]) -> tuple[Rule, ...]:
+    return tuple(Rule(kind=r["kind"], match=r["match"], value=r.get("value", True)) for r in rules)
+
+
+class Ruleset:
+    """One version of a crawl's rules, compiled."""
+
+    def __init__(self, version: int, rules: Sequence[Rule]) -> None:
+        self.version = version
+        self.rules = tuple(rules)
+        self._compiled = [(re.compile(r.match), r) for r in self.rules]
+
+    def settings(self, url: str) -> Settings:
+        """Apply every matching rule in order; the last one wins per setting."""
+        accept, skip, agent = False, False, DEFAULT_USER_AGENT
+        headers: dict[str, str] = {}
+        hooks: list[str] = []
+        for pattern, rule in self._compiled:
+            if not pattern.search(url):
+                continue
+            if rule.kind == "accept":
+                accept = bool(rule.value)
+            elif rule.kind == "skip":
+                skip = bool(rule.value)
+            elif rule.kind == "user_agent":
+                agent = str(rule.value)
+            elif rule.kind == "header":
+                name, _, value = str(rule.value).partition(":")
+                headers[name.strip()] = value.strip()
+            else:
+                hooks.append(str(rule.value))
+        settings = Settings(accept=accept, skip=skip, user_agent=agent, headers=headers)
+        for hook in hooks:
+            settings = _run_hook(hook, url, settings)
+        return settings
+
+    def accepts(self, url: str) -> bool:
+        """Whether a discovered *url* is added to the crawl at all."""
+        return self._last("accept", url)
+
+    def skips(self, url: str) -> bool:
+        """Whether *url* is skipped instead of fetched (hooks aside: they run at fetch)."""
+        return self._last("skip", url)
+
+    def _last(self, kind: str, url: str) -> bool:
+        value = False
+        for pattern, rule in self._compiled:
+            if rule.kind == kind and pattern.search(url):
+                value = bool(rule.value)
+        return value
+
+
+def _run_hook(spec: str, url: str, settings: Settings) -> Settings:
+    changed = load_hook(spec)(url, settings)
+    if changed is None:
+        return settings
+    if isinstance(changed, Settings):
+        return changed
+    if isinstance(changed, dict):
+        return replace(settings, **changed)
+    raise InvalidInput(f"hook {spec} returned {type(changed).__name__}, not Settings or a dict")
+
+
+@lru_cache(maxsize=64)
+def load_hook(spec: str) -> Callable[[str, Settings], Any]:
+    module, _, name = spec.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as error:
+        raise InvalidInput(f"cannot load rule hook {spec!r}: {error}") from None
+    if not callable(fn):
+        raise InvalidInput(f"rule hook {spec!r} is not a function")
+    return fn  # type: ignore[no-any-return]
+
+
+def host_rule(url_host: str) -> Rule:
+    """The default accept rule for a seed's host: any port, any path."""
+    return Rule(kind="accept", match=rf"^https?://{re.escape(url_host)}(:\d+)?/")

@@ -1,0 +1,74 @@
+"""Running a crawl from the command line: a worker in this process, watched until the crawl
+finishes (or is stopped), reporting progress as it goes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+
+from trawl.crawl import process, service
+from trawl.crawl.app import make_app
+from trawl.crawl.service import Progress
+from trawl.runtime.dbthread import StoreThread
+from trawl.runtime.worker import Worker
+from trawl.store.store import Store
+
+OnProgress = Callable[[Progress], None]
+EVERY = 0.5
+EVERY_MAX = 5.0
+
+
+async def run(
+    url: str,
+    crawl_id: int,
+    *,
+    concurrency: int,
+    lease: float,
+    on_progress: OnProgress | None = None,
+    grace: float = 10.0,
+) -> Progress:
+    """Work on the database's crawls until crawl *crawl_id* is finished or aborted, or a
+    signal stops the worker; returns the crawl's last progress."""
+    worker = Worker(
+        make_app(url, lease=lease), url=url, concurrency=concurrency, grace=grace, poll=0.1
+    )
+    watcher = StoreThread(Store(url))
+    working = asyncio.create_task(worker.run())
+    try:
+        last = await _watch(watcher, crawl_id, worker, working, on_progress)
+        await working
+        last = await watcher.call(service.progress, watcher.store, crawl_id)
+    finally:
+        if not working.done():
+            worker.stop()
+            with contextlib.suppress(Exception):
+                await working
+        await process.shutdown()
+        await asyncio.to_thread(watcher.close)
+    if on_progress is not None:
+        on_progress(last)
+    return last
+
+
+async def _watch(
+    watcher: StoreThread,
+    crawl_id: int,
+    worker: Worker,
+    working: asyncio.Task[int],
+    on_progress: OnProgress | None,
+) -> Progress:
+    while True:
+        started = time.monotonic()
+        last = await watcher.call(service.progress, watcher.store, crawl_id)
+        cost = time.monotonic() - started
+        if on_progress is not None:
+            on_progress(last)
+        if last.status in (service.FINISHED, service.ABORTED) and not last.claimed:
+            worker.stop()
+            return last
+        # Counting a big crawl's pages takes a while: keep it under a tenth of the time.
+        done, _ = await asyncio.wait([working], timeout=min(EVERY_MAX, max(EVERY, 10 * cost)))
+        if done:
+            return last

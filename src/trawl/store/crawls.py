@@ -1,0 +1,428 @@
+"""The crawl tables: crawls, rulesets, pages, links, attempts, payloads, politeness, robots.
+
+Query-shaped verbs only; what they mean (depth, rules, politeness) is in ``trawl.crawl``.
+Every verb runs inside the caller's transaction unless it says otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from trawl.store import codec
+from trawl.store.database import Database
+from trawl.store.sql import q
+
+FETCH_TASK = "trawl.fetch"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CrawlRow:
+    id: int
+    spec: str | None
+    seeds: list[str]
+    depth_limit: int | None
+    niceness: int
+    concurrency: int
+    tag: str | None
+    created_by: str | None
+    note: str | None
+    aborted: bool
+    ruleset: int
+    options: dict[str, Any]
+    created_at: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PageRow:
+    url: str
+    item_id: str
+    depth: int
+    via: str | None
+    skip: str | None
+
+
+_CRAWL_COLUMNS = (
+    "id, spec, seeds, depth_limit, niceness, concurrency, tag, created_by, note, aborted,"
+    " ruleset, options, created_at"
+)
+_INSERT_CRAWL = q(
+    "INSERT INTO crawls (spec, seeds, depth_limit, niceness, concurrency, tag, created_by,"
+    " note, aborted, ruleset, options, created_at) VALUES (:spec, :seeds, :depth_limit,"
+    " :niceness, :concurrency, :tag, :created_by, :note, false, 0, :options, :now)"
+    " RETURNING id"
+)
+_CRAWL = q(f"SELECT {_CRAWL_COLUMNS} FROM crawls WHERE id = :id")
+_CRAWL_LOCKED = q(f"SELECT {_CRAWL_COLUMNS} FROM crawls WHERE id = :id FOR UPDATE")
+_CRAWLS = q(f"SELECT {_CRAWL_COLUMNS} FROM crawls ORDER BY id")
+_BY_SPEC = q(f"SELECT {_CRAWL_COLUMNS} FROM crawls WHERE spec = :spec ORDER BY id DESC")
+_SET = "UPDATE crawls SET {column} = :value WHERE id = :id"
+
+_INSERT_RULESET = q(
+    "INSERT INTO crawl_rulesets (crawl_id, version, rules, created_at, note)"
+    " VALUES (:crawl, :version, :rules, :now, :note) ON CONFLICT DO NOTHING RETURNING version"
+)
+_RULESET = q("SELECT rules FROM crawl_rulesets WHERE crawl_id = :crawl AND version = :version")
+
+_PAGE = q(
+    "SELECT url, item_id, depth, via, skip FROM crawl_pages WHERE crawl_id = :crawl AND url = :url"
+)
+_PAGE_LOCKED = q(
+    "SELECT url, item_id, depth, via, skip FROM crawl_pages"
+    " WHERE crawl_id = :crawl AND url = :url FOR UPDATE"
+)
+_LOWER = q(
+    "UPDATE crawl_pages SET depth = :depth, via = :via"
+    " WHERE crawl_id = :crawl AND url = :url AND depth > :depth"
+    " RETURNING url, item_id, skip"
+)
+_SET_SKIP = q("UPDATE crawl_pages SET skip = :skip WHERE crawl_id = :crawl AND url = :url")
+_INSERT_LINK = q(
+    "INSERT INTO crawl_links (crawl_id, parent, child, hops) VALUES (:crawl, :parent, :child,"
+    " :hops) ON CONFLICT DO NOTHING"
+)
+
+_JOB_SKIP = q(
+    "UPDATE jobs SET status = 'skipped', due_at = NULL, ready = false"
+    f" WHERE item_id = :item_id AND task = '{FETCH_TASK}' AND status <> 'running'"
+)
+_JOB_UNSKIP = q(
+    "UPDATE jobs SET status = 'queued', due_at = :now, ready = true, waiting = NULL"
+    f" WHERE item_id = :item_id AND task = '{FETCH_TASK}' AND status = 'skipped'"
+)
+_CRAWL_ITEMS = "SELECT item_id FROM crawl_pages WHERE crawl_id = :crawl"
+_PARK = q(
+    "UPDATE jobs SET due_at = NULL, ready = false, waiting = 'crawl-aborted'"
+    f" WHERE task = '{FETCH_TASK}' AND item_id IN ({_CRAWL_ITEMS})"
+    " AND status IN ('queued', 'failed') AND due_at IS NOT NULL"
+)
+_PARK_ONE = q(
+    "UPDATE jobs SET due_at = NULL, ready = false, waiting = 'crawl-aborted'"
+    f" WHERE task = '{FETCH_TASK}' AND item_id = :item_id AND status IN ('queued', 'failed')"
+)
+_UNPARK = q(
+    "UPDATE jobs SET due_at = :now, ready = true, waiting = NULL"
+    f" WHERE task = '{FETCH_TASK}' AND waiting = 'crawl-aborted'"
+    f" AND item_id IN ({_CRAWL_ITEMS})"
+)
+_NICE = q(
+    f"UPDATE jobs SET niceness = :niceness WHERE task = '{FETCH_TASK}'"
+    f" AND item_id IN ({_CRAWL_ITEMS})"
+)
+
+_INSERT_ATTEMPT = q(
+    "INSERT INTO crawl_attempts (crawl_id, url, attempt, ruleset, host, started_at, elapsed,"
+    " outcome, status_code, location, content_type, size, outlinks, error, digest, warc_file,"
+    " warc_offset, warc_length) VALUES (:crawl_id, :url, :attempt, :ruleset, :host,"
+    " :started_at, :elapsed, :outcome, :status_code, :location, :content_type, :size,"
+    " :outlinks, :error, :digest, :warc_file, :warc_offset, :warc_length)"
+)
+_INSERT_PAYLOAD = q(
+    "INSERT INTO crawl_payloads (crawl_id, digest, url, date) VALUES (:crawl, :digest, :url,"
+    " :date) ON CONFLICT DO NOTHING"
+)
+_PAYLOADS = q("SELECT digest, url, date FROM crawl_payloads WHERE crawl_id = :crawl")
+
+_HOST_INIT = q(
+    "INSERT INTO crawl_hosts (host, next_at, blocked_until) VALUES (:host, 0, NULL)"
+    " ON CONFLICT DO NOTHING"
+)
+_HOST = q("SELECT next_at, blocked_until FROM crawl_hosts WHERE host = :host")
+_HOST_LOCKED = q("SELECT next_at, blocked_until FROM crawl_hosts WHERE host = :host FOR UPDATE")
+_HOST_NEXT = q("UPDATE crawl_hosts SET next_at = :next_at WHERE host = :host")
+_HOST_BLOCK = q(
+    "UPDATE crawl_hosts SET blocked_until = :until WHERE host = :host"
+    " AND (blocked_until IS NULL OR blocked_until < :until)"
+)
+# A slot counts while its page's job is still running the attempt that took it.
+_SLOTS_HELD = q(
+    "SELECT count(*) FROM crawl_slots s JOIN jobs j"
+    f" ON j.item_id = s.item_id AND j.task = '{FETCH_TASK}'"
+    " WHERE s.key = :key AND s.until > :now AND j.status = 'running' AND j.attempt = s.attempt"
+)
+_TAKE_SLOT = q(
+    "INSERT INTO crawl_slots (key, item_id, attempt, until) VALUES (:key, :item_id, :attempt,"
+    " :until) ON CONFLICT (key, item_id) DO UPDATE SET attempt = excluded.attempt,"
+    " until = excluded.until"
+)
+_RELEASE = q("DELETE FROM crawl_slots WHERE item_id = :item_id AND attempt = :attempt")
+_PURGE_SLOTS = q("DELETE FROM crawl_slots WHERE until < :now")
+
+_ROBOTS = q("SELECT status, body, fetched_at FROM crawl_robots WHERE host = :host")
+_PUT_ROBOTS = q(
+    "INSERT INTO crawl_robots (host, status, body, fetched_at) VALUES (:host, :status, :body,"
+    " :now) ON CONFLICT (host) DO UPDATE SET status = excluded.status, body = excluded.body,"
+    " fetched_at = excluded.fetched_at"
+)
+
+_COUNTS = q(
+    "SELECT j.status, j.due_at IS NULL AS final, j.waiting, count(*) AS n FROM crawl_pages p"
+    f" JOIN jobs j ON j.item_id = p.item_id AND j.task = '{FETCH_TASK}'"
+    " WHERE p.crawl_id = :crawl GROUP BY j.status, j.due_at IS NULL, j.waiting"
+)
+_FRONTIER = q(
+    "SELECT min(p.depth) FROM crawl_pages p"
+    f" JOIN jobs j ON j.item_id = p.item_id AND j.task = '{FETCH_TASK}'"
+    " WHERE p.crawl_id = :crawl AND (j.status = 'running'"
+    " OR (j.status IN ('queued', 'failed') AND j.due_at IS NOT NULL))"
+)
+_BYTES = q(
+    "SELECT coalesce(sum(size), 0), count(*) FROM crawl_attempts"
+    " WHERE crawl_id = :crawl AND status_code IS NOT NULL"
+)
+_BUSY = q(
+    "SELECT host, count(*) AS n FROM crawl_attempts WHERE crawl_id = :crawl"
+    " AND started_at >= :since GROUP BY host ORDER BY n DESC, host LIMIT :limit"
+)
+_PAGES = q(
+    "SELECT p.url, p.depth, p.via, p.skip, j.status, j.due_at, j.attempt FROM crawl_pages p"
+    f" JOIN jobs j ON j.item_id = p.item_id AND j.task = '{FETCH_TASK}'"
+    " WHERE p.crawl_id = :crawl ORDER BY p.depth, p.url"
+)
+_ATTEMPTS = q(
+    "SELECT url, attempt, ruleset, host, started_at, elapsed, outcome, status_code, location,"
+    " content_type, size, outlinks, error, digest, warc_file, warc_offset, warc_length"
+    " FROM crawl_attempts WHERE crawl_id = :crawl ORDER BY id"
+)
+
+
+class CrawlTables:
+    """The crawl tables over one database connection."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- crawls and rulesets --------------------------------------------------------------
+
+    def create(self, row: dict[str, Any], now: float) -> int:
+        params = row | {
+            "seeds": codec.dumps(row["seeds"]),
+            "options": codec.dumps(row["options"]),
+            "now": now,
+        }
+        return int(self.db.execute(_INSERT_CRAWL, params).scalar_one())
+
+    def get(self, crawl_id: int, *, lock: bool = False) -> CrawlRow | None:
+        stmt = _CRAWL_LOCKED if lock and not self.db.is_sqlite else _CRAWL
+        row = self.db.execute(stmt, {"id": crawl_id}).first()
+        return None if row is None else _crawl(row)
+
+    def all(self) -> list[CrawlRow]:
+        return [_crawl(r) for r in self.db.execute(_CRAWLS)]
+
+    def by_spec(self, spec: str) -> CrawlRow | None:
+        row = self.db.execute(_BY_SPEC, {"spec": spec}).first()
+        return None if row is None else _crawl(row)
+
+    def update(self, crawl_id: int, column: str, value: Any) -> None:
+        if column not in ("aborted", "ruleset", "concurrency", "niceness", "options"):
+            raise ValueError(f"not a settable crawl column: {column}")
+        if column == "options":
+            value = codec.dumps(value)
+        self.db.execute(q(_SET.format(column=column)), {"id": crawl_id, "value": value})
+
+    def add_ruleset(
+        self, crawl_id: int, version: int, rules: list[dict[str, Any]], now: float, note: str | None
+    ) -> bool:
+        """Store ruleset *version*; ``False`` if that version exists (someone else edited)."""
+        params = {
+            "crawl": crawl_id,
+            "version": version,
+            "rules": codec.dumps(rules),
+            "now": now,
+            "note": note,
+        }
+        return self.db.execute(_INSERT_RULESET, params).scalar() is not None
+
+    def ruleset(self, crawl_id: int, version: int) -> list[dict[str, Any]]:
+        text = self.db.execute(_RULESET, {"crawl": crawl_id, "version": version}).scalar()
+        return [] if text is None else list(codec.loads(text))
+
+    # -- pages and links ------------------------------------------------------------------
+
+    def page(self, crawl_id: int, url: str, *, lock: bool = False) -> PageRow | None:
+        stmt = _PAGE_LOCKED if lock and not self.db.is_sqlite else _PAGE
+        row = self.db.execute(stmt, {"crawl": crawl_id, "url": url}).first()
+        return None if row is None else PageRow(**row._mapping)
+
+    def pages_of(self, crawl_id: int, urls: Sequence[str]) -> dict[str, PageRow]:
+        clause, params = _in(self.db, "urls", urls)
+        stmt = q(
+            "SELECT url, item_id, depth, via, skip FROM crawl_pages"
+            f" WHERE crawl_id = :crawl AND url {clause}"
+        )
+        rows = self.db.execute(stmt, params | {"crawl": crawl_id})
+        return {r.url: PageRow(**r._mapping) for r in rows}
+
+    def insert_pages(self, crawl_id: int, rows: Sequence[dict[str, Any]], now: float) -> set[str]:
+        """Insert pages (url, item_id, depth, via, skip); returns the urls that were new."""
+        if len(rows) > 500:  # keep each statement's parameters well within SQLite's limit
+            head = self.insert_pages(crawl_id, rows[:500], now)
+            return head | self.insert_pages(crawl_id, rows[500:], now)
+        if not rows:
+            return set()
+        values = ", ".join(
+            f"(:crawl, :url{i}, :item{i}, :depth{i}, :via{i}, :skip{i}, :now)"
+            for i in range(len(rows))
+        )
+        params: dict[str, Any] = {"crawl": crawl_id, "now": now}
+        for i, row in enumerate(rows):
+            params |= {f"url{i}": row["url"], f"item{i}": row["item_id"]}
+            params |= {f"depth{i}": row["depth"], f"via{i}": row["via"], f"skip{i}": row["skip"]}
+        stmt = q(
+            "INSERT INTO crawl_pages (crawl_id, url, item_id, depth, via, skip, found_at)"
+            f" VALUES {values} ON CONFLICT DO NOTHING RETURNING url"
+        )
+        return set(self.db.execute(stmt, params).scalars())
+
+    def lower(self, crawl_id: int, url: str, depth: int, via: str | None) -> PageRow | None:
+        """Lower a page's depth if *depth* is smaller; the page as it now is, else ``None``."""
+        params = {"crawl": crawl_id, "url": url, "depth": depth, "via": via}
+        row = self.db.execute(_LOWER, params).first()
+        if row is None:
+            return None
+        return PageRow(url=row.url, item_id=row.item_id, depth=depth, via=via, skip=row.skip)
+
+    def set_skip(self, crawl_id: int, url: str, skip: str | None) -> None:
+        self.db.execute(_SET_SKIP, {"crawl": crawl_id, "url": url, "skip": skip})
+
+    def add_links(self, crawl_id: int, parent: str, children: Sequence[tuple[str, int]]) -> None:
+        rows = [{"crawl": crawl_id, "parent": parent, "child": c, "hops": h} for c, h in children]
+        self.db.executemany(_INSERT_LINK, rows)
+
+    def children(self, crawl_id: int, parents: Sequence[str]) -> list[tuple[str, str, int, int]]:
+        """(parent, child, hops, child depth) for every link out of *parents*."""
+        clause, params = _in(self.db, "parents", parents)
+        stmt = q(
+            "SELECT l.parent, l.child, l.hops, p.depth FROM crawl_links l"
+            " JOIN crawl_pages p ON p.crawl_id = l.crawl_id AND p.url = l.child"
+            f" WHERE l.crawl_id = :crawl AND l.parent {clause}"
+        )
+        rows = self.db.execute(stmt, params | {"crawl": crawl_id})
+        return [(r.parent, r.child, r.hops, r.depth) for r in rows]
+
+    # -- the pages' jobs ------------------------------------------------------------------
+
+    def skip_jobs(self, item_ids: Sequence[str]) -> None:
+        self.db.executemany(_JOB_SKIP, [{"item_id": i} for i in item_ids])
+
+    def unskip_jobs(self, item_ids: Sequence[str], now: float) -> None:
+        self.db.executemany(_JOB_UNSKIP, [{"item_id": i, "now": now} for i in item_ids])
+
+    def park_jobs(self, crawl_id: int) -> int:
+        return int(self.db.execute(_PARK, {"crawl": crawl_id}).rowcount)
+
+    def park_job(self, item_id: str) -> None:
+        self.db.execute(_PARK_ONE, {"item_id": item_id})
+
+    def unpark_jobs(self, crawl_id: int, now: float) -> int:
+        return int(self.db.execute(_UNPARK, {"crawl": crawl_id, "now": now}).rowcount)
+
+    def set_niceness(self, crawl_id: int, niceness: int) -> int:
+        return int(self.db.execute(_NICE, {"crawl": crawl_id, "niceness": niceness}).rowcount)
+
+    # -- attempts and payloads ------------------------------------------------------------
+
+    def add_attempt(self, row: dict[str, Any]) -> None:
+        self.db.execute(_INSERT_ATTEMPT, row)
+
+    def add_payload(self, crawl_id: int, digest: str, url: str, date: str) -> None:
+        params = {"crawl": crawl_id, "digest": digest, "url": url, "date": date}
+        self.db.execute(_INSERT_PAYLOAD, params)
+
+    def payloads(self, crawl_id: int) -> dict[str, tuple[str, str]]:
+        rows = self.db.execute(_PAYLOADS, {"crawl": crawl_id})
+        return {r.digest: (r.url, r.date) for r in rows}
+
+    # -- politeness -----------------------------------------------------------------------
+
+    def host(self, host: str, *, known: bool = False) -> tuple[float, float | None]:
+        """(next start, blocked until) for *host*, its row locked on PostgreSQL; *known*: the
+        caller saw the row before (it is never deleted), so it need not be created."""
+        if not known:
+            self.db.execute(_HOST_INIT, {"host": host})
+        stmt = _HOST if self.db.is_sqlite else _HOST_LOCKED
+        row = self.db.execute(stmt, {"host": host}).one()
+        return float(row.next_at), row.blocked_until
+
+    def set_next(self, host: str, next_at: float) -> None:
+        self.db.execute(_HOST_NEXT, {"host": host, "next_at": next_at})
+
+    def block(self, host: str, until: float) -> None:
+        self.db.execute(_HOST_BLOCK, {"host": host, "until": until})
+
+    def held(self, keys: Sequence[str], now: float) -> dict[str, int]:
+        """Slots in use per key."""
+        found = dict.fromkeys(keys, 0)
+        for key in keys:
+            found[key] = int(self.db.execute(_SLOTS_HELD, {"key": key, "now": now}).scalar_one())
+        return found
+
+    def take(self, keys: Sequence[str], item_id: str, attempt: int, until: float) -> None:
+        rows = [{"key": k, "item_id": item_id, "attempt": attempt, "until": until} for k in keys]
+        self.db.executemany(_TAKE_SLOT, rows)
+
+    def release(self, item_id: str, attempt: int) -> None:
+        self.db.execute(_RELEASE, {"item_id": item_id, "attempt": attempt})
+
+    def purge_slots(self, now: float) -> None:
+        self.db.execute(_PURGE_SLOTS, {"now": now})
+
+    def robots(self, host: str) -> tuple[int, str, float] | None:
+        row = self.db.execute(_ROBOTS, {"host": host}).first()
+        return None if row is None else (row.status, row.body, row.fetched_at)
+
+    def put_robots(self, host: str, status: int, body: str, now: float) -> None:
+        self.db.execute(_PUT_ROBOTS, {"host": host, "status": status, "body": body, "now": now})
+
+    # -- progress and reports -------------------------------------------------------------
+
+    def counts(self, crawl_id: int) -> list[tuple[str, bool, str | None, int]]:
+        """(job status, due_at is NULL, waiting, count) over the crawl's pages."""
+        rows = self.db.execute(_COUNTS, {"crawl": crawl_id})
+        return [(r.status, bool(r.final), r.waiting, int(r.n)) for r in rows]
+
+    def frontier(self, crawl_id: int) -> int | None:
+        value = self.db.execute(_FRONTIER, {"crawl": crawl_id}).scalar()
+        return None if value is None else int(value)
+
+    def fetched(self, crawl_id: int) -> tuple[int, int]:
+        """(bytes received, responses received)."""
+        size, count = self.db.execute(_BYTES, {"crawl": crawl_id}).one()
+        return int(size), int(count)
+
+    def busy_hosts(self, crawl_id: int, since: float, limit: int = 3) -> list[tuple[str, int]]:
+        rows = self.db.execute(_BUSY, {"crawl": crawl_id, "since": since, "limit": limit})
+        return [(r.host, int(r.n)) for r in rows]
+
+    def pages(self, crawl_id: int) -> list[dict[str, Any]]:
+        return [dict(r._mapping) for r in self.db.execute(_PAGES, {"crawl": crawl_id})]
+
+    def attempts(self, crawl_id: int) -> list[dict[str, Any]]:
+        return [dict(r._mapping) for r in self.db.execute(_ATTEMPTS, {"crawl": crawl_id})]
+
+
+def _crawl(row: Any) -> CrawlRow:
+    return CrawlRow(
+        id=int(row.id),
+        spec=row.spec,
+        seeds=list(codec.loads(row.seeds)),
+        depth_limit=row.depth_limit,
+        niceness=row.niceness,
+        concurrency=row.concurrency,
+        tag=row.tag,
+        created_by=row.created_by,
+        note=row.note,
+        aborted=bool(row.aborted),
+        ruleset=row.ruleset,
+        options=codec.loads(row.options),
+        created_at=row.created_at,
+    )
+
+
+def _in(db: Database, name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """``IN (...)`` over a list: a JSON array on SQLite, an array on PostgreSQL."""
+    if db.is_sqlite:
+        return f"IN (SELECT value FROM json_each(:{name}))", {name: codec.dumps(list(values))}
+    return f"= ANY(:{name})", {name: list(values)}

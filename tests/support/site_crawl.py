@@ -1,0 +1,45 @@
+"""Crawling a generated site in-process for tests: create the crawl, run it to the end,
+and read back its pages and attempts."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from trawl.cli.crawlview import page_json
+from trawl.crawl import runner, service
+from trawl.crawl.app import make_app
+from trawl.crawl.options import Options
+from trawl.crawl.server import SiteServer
+from trawl.crawl.service import CrawlSpec, Progress
+from trawl.store import migrate
+from trawl.store.crawls import FETCH_TASK, CrawlTables
+from trawl.store.store import Store
+
+
+def create(url: str, server: SiteServer, **spec: Any) -> int:
+    options = spec.pop("options", Options())
+    seeds = spec.pop("seeds", (server.url(("main", "/")),))
+    with Store(url) as store:
+        migrate.ensure(store.db, auto=store.is_sqlite)
+        service.register(store, make_app().get(FETCH_TASK).info())
+        return service.create(store, CrawlSpec(seeds=seeds, options=options, **spec))
+
+
+def run(url: str, crawl_id: int, *, concurrency: int = 8, lease: float = 30.0) -> Progress:
+    return asyncio.run(runner.run(url, crawl_id, concurrency=concurrency, lease=lease))
+
+
+def pages(url: str, crawl_id: int) -> dict[str, dict[str, Any]]:
+    with Store(url) as store:
+        return {r["url"]: page_json(r) for r in CrawlTables(store.db).pages(crawl_id)}
+
+
+def attempts(url: str, crawl_id: int) -> list[dict[str, Any]]:
+    with Store(url) as store:
+        return CrawlTables(store.db).attempts(crawl_id)
+
+
+def fetched(found: dict[str, dict[str, Any]]) -> dict[str, int]:
+    """url -> depth of the pages that were fetched (done, or failed for good)."""
+    return {u: p["depth"] for u, p in found.items() if p["state"] in ("DONE", "FAILED")}

@@ -1,0 +1,92 @@
+"""The crawler's pure parts: canonical URLs, link extraction, rules, robots.txt, Retry-After."""
+
+from __future__ import annotations
+
+import pytest
+
+from trawl.crawl.extract import css_links, html_links
+from trawl.crawl.fetch import retry_after
+from trawl.crawl.robots import Robots
+from trawl.crawl.rules import DEFAULT_USER_AGENT, Ruleset, make_rule
+from trawl.crawl.urls import canonical
+from trawl.model.errors import InvalidInput
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("HTTP://Example.ORG:80/a#frag", "http://example.org/a"),
+        ("https://example.org:443", "https://example.org/"),
+        ("http://example.org:8080/x?q=1#y", "http://example.org:8080/x?q=1"),
+        ("mailto:someone@example.org", None),
+        ("javascript:void(0)", None),
+        ("http://exa mple.org/", None),
+    ],
+)
+def test_canonical(raw: str, expected: str | None) -> None:
+    assert canonical(raw) == expected
+
+
+def test_links_from_html_and_css_resolve_against_base_and_dedupe() -> None:
+    html = b"""<html><head><base href="http://h.example/dir/"><link href="s.css" rel=stylesheet>
+    <style>body { background: url('bg.png') }</style></head><body>
+    <a href="a#x">a</a><a href="a#y">again</a><img src="/i.png" srcset="/i2.png 2x, i3.png 3x">
+    <script src="//cdn.example/j.js"></script><iframe src="f.html"></iframe>
+    <div style="background:url(d.png)"></div><a href="mailto:x@y">mail</a></body></html>"""
+    assert html_links(html, "http://ignored/") == [
+        "http://h.example/dir/s.css",
+        "http://h.example/dir/bg.png",
+        "http://h.example/dir/a",
+        "http://h.example/i.png",
+        "http://h.example/i2.png",
+        "http://h.example/dir/i3.png",
+        "http://cdn.example/j.js",
+        "http://h.example/dir/f.html",
+        "http://h.example/dir/d.png",
+    ]
+    css = "@import 'more.css'; a { background: url(\"x.gif\") } b { background: url(data:,) }"
+    assert css_links(css, "http://h/c/") == ["http://h/c/x.gif", "http://h/c/more.css"]
+
+
+def test_last_matching_rule_wins_per_setting() -> None:
+    rules = Ruleset(
+        3,
+        [
+            make_rule("accept", r"example\.org"),
+            make_rule("skip", r"\?sessionid="),
+            make_rule("skip", r"\?sessionid=keep", False),
+            make_rule("user_agent", "/special/", "special-bot/1"),
+            make_rule("header", "", "X-A: 1"),
+            make_rule("header", "/special/", "X-A: 2"),
+        ],
+    )
+    assert rules.accepts("http://example.org/")
+    assert not rules.accepts("http://other/")
+    assert rules.settings("http://example.org/p?sessionid=1").skip
+    assert not rules.settings("http://example.org/p?sessionid=keep").skip
+    special = rules.settings("http://example.org/special/x")
+    assert (special.user_agent, special.headers) == ("special-bot/1", {"X-A": "2"})
+    plain = rules.settings("http://example.org/x")
+    assert (plain.user_agent, plain.headers) == (DEFAULT_USER_AGENT, {"X-A": "1"})
+
+
+def test_bad_rules_are_refused_with_a_reason() -> None:
+    with pytest.raises(InvalidInput, match="not a regular expression"):
+        make_rule("skip", "(")
+    with pytest.raises(InvalidInput, match="unknown rule kind"):
+        make_rule("reject-all", "x")
+
+
+def test_robots_disallow_and_fractional_crawl_delay() -> None:
+    robots = Robots(200, "User-agent: *\nDisallow: /private/\nCrawl-delay: 0.5\n")
+    assert not robots.allowed("http://h/private/x", DEFAULT_USER_AGENT)
+    assert robots.allowed("http://h/public", DEFAULT_USER_AGENT)
+    assert robots.delay(DEFAULT_USER_AGENT) == 0.5
+    assert Robots(404, "").allowed("http://h/private/x", DEFAULT_USER_AGENT)
+
+
+def test_retry_after_seconds_dates_and_garbage() -> None:
+    assert retry_after("7") == 7.0
+    assert retry_after(None) == retry_after("soon") == 10.0
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+    assert retry_after("999999") == 3600.0
