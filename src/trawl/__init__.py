@@ -23,13 +23,25 @@ from trawl.model.errors import (
 from trawl.model.ids import MAX_ID_LENGTH
 from trawl.model.records import ItemView, JobView
 from trawl.model.states import JobStatus
+from trawl.runtime.actors import (
+    Actor,
+    ActorInfo,
+    ActorType,
+    QueueInfo,
+    actors_to_spawn,
+    current_actor,
+)
 from trawl.runtime.app import App, TaskDef
 from trawl.runtime.context import Context
+from trawl.runtime.plugins import hookimpl
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "MAX_ID_LENGTH",
+    "Actor",
+    "ActorInfo",
+    "ActorType",
     "Adaptive",
     "AliasError",
     "App",
@@ -47,10 +59,14 @@ __all__ = [
     "JobStatus",
     "JobView",
     "NotFound",
+    "QueueInfo",
     "SchemaOutdated",
     "TaskDef",
     "TrawlError",
     "UnknownTask",
     "__version__",
+    "actors_to_spawn",
     "adaptive",
+    "current_actor",
+    "hookimpl",
 ]

@@ -485,9 +485,11 @@ def test_end_to_end_items_worker_status_show_journal(trawl: Trawl) -> None:
         "task": "price",
         "version": "2",
         "registered": True,
-        "counts": {"queued": 0, "running": 0, "done": 2, "failed": 0},
+        "counts": {"queued": 0, "running": 0, "done": 2, "failed": 0, "skipped": 0},
         "due_now": 0,
         "unhandled_failures": 0,
+        "paused": None,
+        "orphaned": False,
     }
     assert status["boom"]["counts"]["failed"] == 1
     assert status["boom"]["unhandled_failures"] == 1

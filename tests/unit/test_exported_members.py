@@ -10,10 +10,18 @@ def test_exported_members() -> None:
         "store",
         "engine",
         "cli",
+        "crawl",  # a documented subpackage: trawl.crawl.app:app
     }
     assert exported == set(trawl.__all__) - {"__version__"}
     assert set(trawl.__all__) == {
         "MAX_ID_LENGTH",
+        "Actor",
+        "ActorInfo",
+        "ActorType",
+        "QueueInfo",
+        "actors_to_spawn",
+        "current_actor",
+        "hookimpl",
         "Adaptive",
         "NotFound",
         "adaptive",

@@ -11,18 +11,28 @@ from trawl.cli import output
 from trawl.cli.common import json_option, open_store, task_option
 from trawl.model.ids import check_id, check_tag
 from trawl.model.records import TaskCounts
+from trawl.runtime.loader import load_app
 
 
 @click.command("status")
+@click.option(
+    "--app",
+    "app_spec",
+    metavar="APP",
+    help="Also mark as orphaned the tasks with due jobs that APP (module:attr or "
+    "path/to/file.py:attr) does not declare.",
+)
 @json_option
-def status(as_json: bool) -> None:
+def status(app_spec: str | None, as_json: bool) -> None:
     """Show, per task, how many jobs are queued, running, done, failed and skipped.
 
     DUE NOW counts jobs that a worker may claim at once (new, retrying, expired
     or with a lapsed lease); UNHANDLED counts failures nobody has retried or
     handled yet. A task marked "(not registered)" has jobs but no worker has
     declared it; one marked "(paused: why)" is not claimed by any worker until
-    `trawl task resume`.
+    `trawl task resume`. One marked "(orphaned)" has jobs due that nothing
+    serves: its task is not registered, or (with --app) APP does not declare
+    it; `trawl run` warns about these too.
 
     With --json, prints one object:
 
@@ -30,18 +40,27 @@ def status(as_json: bool) -> None:
     {"tasks": [{"task": "price", "version": "2", "registered": true,
                 "counts": {"queued": 0, "running": 0, "done": 3, "failed": 1,
                            "skipped": 0},
-                "due_now": 0, "unhandled_failures": 1, "paused": null}]}
+                "due_now": 0, "unhandled_failures": 1, "paused": null,
+                "orphaned": false}]}
     """
+    declared = set(load_app(app_spec).tasks) if app_spec is not None else None
     rows = open_store().status()
+    orphaned = {row.task for row in rows if _orphaned(row, declared)}
     if as_json:
-        output.print_json({"tasks": [counts_json(row) for row in rows]})
+        output.print_json({"tasks": [counts_json(row, row.task in orphaned) for row in rows]})
     elif not rows:
         click.echo("no tasks yet: run `trawl worker APP` to register the app's tasks")
     else:
-        output.print_table(_status_table(rows))
+        output.print_table(_status_table(rows, orphaned))
 
 
-def counts_json(row: TaskCounts) -> dict[str, Any]:
+def _orphaned(row: TaskCounts, declared: set[str] | None) -> bool:
+    """Jobs are due that nothing serves (as far as the database, and APP, can tell)."""
+    unserved = not row.registered or (declared is not None and row.task not in declared)
+    return unserved and row.due_now > 0
+
+
+def counts_json(row: TaskCounts, orphaned: bool = False) -> dict[str, Any]:
     return {
         "task": row.task,
         "version": row.version,
@@ -56,10 +75,11 @@ def counts_json(row: TaskCounts) -> dict[str, Any]:
         "due_now": row.due_now,
         "unhandled_failures": row.unhandled_failures,
         "paused": row.paused,
+        "orphaned": orphaned,
     }
 
 
-def _status_table(rows: list[TaskCounts]) -> Table:
+def _status_table(rows: list[TaskCounts], orphaned: set[str]) -> Table:
     columns = (
         "task", "version", "queued", "running", "done", "failed", "skipped", "due now",
         "unhandled",
@@ -71,6 +91,8 @@ def _status_table(rows: list[TaskCounts]) -> Table:
         name = row.task if row.registered else f"{row.task} (not registered)"
         if row.paused:
             name = f"{name} (paused: {row.paused})"
+        if row.task in orphaned:
+            name = f"{name} (orphaned)"
         counts = (row.queued, row.running, row.done, row.failed, row.skipped, row.due_now)
         grid.add_row(
             name,

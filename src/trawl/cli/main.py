@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import click
 from click.exceptions import NoArgsIsHelpError
 
-from trawl.cli import db, failures, items, jobs, journal, tasks, worker
+from trawl.cli import crawl, db, demo, failures, items, jobs, journal, run, tasks, worker
 from trawl.cli.common import Settings
 from trawl.model.errors import TrawlError
 
@@ -52,9 +52,12 @@ for command in (
     failures.failures,
     journal.journal,
     worker.worker,
+    run.run,
     db.db,
     tasks.task,
     tasks.limits,
+    crawl.crawl,
+    demo.demo,
 ):
     cli.add_command(command)
 

@@ -21,11 +21,19 @@ from trawl.store.store import Store
 
 log = logging.getLogger("trawl.commit")
 
-_STATUS = {Outcome.SUCCESS: "done", Outcome.FAILURE: "failed", Outcome.RELEASED: "queued"}
+_STATUS = {
+    Outcome.SUCCESS: "done",
+    Outcome.FAILURE: "failed",
+    Outcome.RELEASED: "queued",
+    Outcome.DEFERRED: "queued",  # due again at defer_until, as if released
+    Outcome.SKIPPED: "skipped",
+}
 _KIND = {
     Outcome.SUCCESS: Journal.JOB_DONE,
     Outcome.FAILURE: Journal.JOB_FAILED,
     Outcome.RELEASED: Journal.JOB_RELEASED,
+    Outcome.DEFERRED: Journal.JOB_DEFERRED,
+    Outcome.SKIPPED: Journal.JOB_SKIPPED,
 }
 
 
@@ -67,9 +75,9 @@ def _after(store: Store, done: Sequence[AttemptResult], now: float) -> None:
 def _has_effects(result: AttemptResult) -> bool:
     if not result.effects:
         return False
-    return result.outcome is Outcome.SUCCESS or (
-        result.outcome is Outcome.FAILURE and result.apply_on_failure
-    )
+    if result.outcome in (Outcome.SUCCESS, Outcome.DEFERRED, Outcome.SKIPPED):
+        return True
+    return result.outcome is Outcome.FAILURE and result.apply_on_failure
 
 
 def _commit_with_effects(
@@ -108,6 +116,8 @@ def as_failure(result: AttemptResult, error: BaseException) -> AttemptResult:
 def _row(r: AttemptResult, now: float) -> tuple[Any, ...]:
     keep = r.outcome is Outcome.SUCCESS or (r.outcome is Outcome.FAILURE and r.apply_on_failure)
     retry_at = None if r.retry_delay is None else now + r.retry_delay
+    if r.outcome is not Outcome.FAILURE:  # released: due now; deferred: at its own time
+        retry_at = r.defer_until if r.outcome is Outcome.DEFERRED else None
     return (
         r.job_id,
         r.attempt,

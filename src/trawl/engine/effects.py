@@ -180,6 +180,10 @@ class EffectApplier:
         detail = {"category": e.category, "message": e.message}
         self.items.journal(Journal.LOG, self.now, self.items.resolve(e.id) or e.id, e.task, detail)
 
+    @apply.register
+    def _(self, e: fx.Custom) -> None:
+        e.effect.apply(self.store, self.now, self.task)
+
     def _known_task(self, task: str) -> None:
         if task != self.task:
             self.store.require_task(task)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 JSONObject = dict[str, Any]
 Merger = Callable[[JSONObject, JSONObject], JSONObject]
@@ -114,6 +114,18 @@ class Log:
     message: str
 
 
+class CustomEffect(Protocol):
+    """An effect a layer above the engine defines (the crawl's link discoveries, say)."""
+
+    def apply(self, store: Any, now: float, task: str) -> None:
+        """Apply it inside the commit transaction; raising undoes the attempt's effects."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Custom:
+    effect: CustomEffect
+
+
 Effect = (
     CreateItem
     | UpsertItem
@@ -129,4 +141,5 @@ Effect = (
     | AddTags
     | RemoveTags
     | Log
+    | Custom
 )

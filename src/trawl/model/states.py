@@ -12,6 +12,9 @@ class JobStatus(StrEnum):
     RUNNING = "running"  # claimed; due_at is the lease expiry
     DONE = "done"  # last attempt succeeded; due_at is expires_at (TTL) or NULL
     FAILED = "failed"  # last attempt failed; due_at is the retry time or NULL
+    # Set aside without running (a crawl's page beyond the depth limit or rejected by a
+    # rule); due_at is NULL until something (a shorter path to the page) makes it due again.
+    SKIPPED = "skipped"
 
 
 class Outcome(StrEnum):
@@ -20,6 +23,8 @@ class Outcome(StrEnum):
     SUCCESS = "success"
     FAILURE = "failure"
     RELEASED = "released"  # shut down before finishing: due again at once, no failure
+    DEFERRED = "deferred"  # ctx.defer(until): only due_at moves; no failure, no retry used
+    SKIPPED = "skipped"  # ctx.skip(): status skipped, due_at NULL; no failure
 
 
 class Journal(StrEnum):
@@ -37,6 +42,8 @@ class Journal(StrEnum):
     JOB_DONE = "job.done"
     JOB_FAILED = "job.failed"
     JOB_RELEASED = "job.released"
+    JOB_DEFERRED = "job.deferred"
+    JOB_SKIPPED = "job.skipped"
     JOB_STALE = "job.stale"
     JOB_EXPIRED = "job.expired"
     JOB_TTL = "job.ttl"

@@ -13,6 +13,7 @@ from trawl.model.errors import InvalidInput, UnknownTask
 from trawl.model.ids import check_tag
 from trawl.model.limits import KeyFunction, Limit, make_limit
 from trawl.model.records import TaskInfo
+from trawl.runtime.actors import Actor
 from trawl.runtime.schedule import Schedule, make_schedule
 from trawl.store.url import default_url
 
@@ -41,6 +42,7 @@ class TaskDef:
     backoff: float
     niceness: int
     schedule: Schedule = field(default_factory=Schedule)
+    actor: Actor = field(default_factory=Actor)  # how `trawl run` runs it
 
     def info(self) -> TaskInfo:
         return TaskInfo(
@@ -61,11 +63,13 @@ class App:
     """A set of tasks and the database they run against.
 
     ``db`` defaults to ``TRAWL_DB`` from the environment, else ``sqlite:///trawl.db``;
-    ``trawl --db`` overrides both.
+    ``trawl --db`` overrides both. ``plugins``: objects or modules with ``@trawl.hookimpl``
+    functions, loaded by every worker, actor and orchestrator of this app (docs/plugins.md).
     """
 
-    def __init__(self, db: str | None = None) -> None:
+    def __init__(self, db: str | None = None, *, plugins: Iterable[object] = ()) -> None:
         self.db = db or default_url()
+        self.plugins = list(plugins)
         self.tasks: dict[str, TaskDef] = {}
         self.limits: dict[str, Limit] = {}
 
@@ -119,6 +123,7 @@ class App:
         not_found_limit: int = 3,
         failed_cooldown: Duration | None = None,
         visit_weights: tuple[float, float, float] | None = None,
+        actor: Actor | None = None,
     ) -> Any:
         """Declare a task; it runs on every item carrying one of *tags*.
 
@@ -137,6 +142,9 @@ class App:
         ``failed_cooldown``: retry again this long after the retries ran out (default: never,
         or 14 days with ``revisit``); ``visit_weights``: (never run, largest lag, oldest due)
         shares of a batch when more is due than capacity (default 40/40/20 with ``revisit``).
+
+        ``actor=trawl.Actor(...)``: how ``trawl run`` runs it: launch keys, how many actor
+        processes, per-actor start-up and shut-down (see docs/orchestrator.md).
         """
 
         def register(func: TaskFunction) -> TaskFunction:
@@ -171,6 +179,7 @@ class App:
                     failed_cooldown=failed_cooldown,
                     visit_weights=visit_weights,
                 ),
+                actor=_actor(actor, task_name),
             )
             return func
 
@@ -188,6 +197,14 @@ class App:
         if names is None:
             return list(self.tasks.values())
         return [self.get(n) for n in names]
+
+
+def _actor(actor: Actor | None, task: str) -> Actor:
+    if actor is None:
+        return Actor()
+    if not isinstance(actor, Actor):
+        raise InvalidInput(f"task {task!r}: actor must be trawl.Actor(...), not {actor!r}")
+    return actor
 
 
 def _positive(value: float, task: str, what: str) -> float:

@@ -22,6 +22,8 @@ class Reader(Protocol):
 
     async def get_metadata(self, task: str, alias: str) -> dict[str, Any] | None: ...
 
+    async def with_store(self, fn: Callable[[Any], Any]) -> Any: ...
+
 
 class Context:
     """Handed to every task call: the item, and a buffer of what the task asks to change.
@@ -50,6 +52,8 @@ class Context:
         self._loop = loop
         self._effects: list[fx.Effect] = []
         self._allow_failure = False
+        self._defer_until: float | None = None
+        self._skip = False
         self._eventful: bool | None = None
 
     # -- reads ----------------------------------------------------------------------------
@@ -61,6 +65,12 @@ class Context:
     async def get_metadata(self, task: str, id: str | None = None) -> dict[str, Any] | None:
         """The stored result of *task* for this item (or *id*), or ``None``."""
         return await self._reader.get_metadata(task, self._target(id))
+
+    async def with_store(self, fn: Callable[[Any], Any]) -> Any:
+        """Run ``fn(store)`` on the worker's database thread and return its result. For
+        layers built on trawl that need a short transaction of their own while a task runs
+        (the crawler's politeness gate); ordinary tasks never need it."""
+        return await self._reader.with_store(fn)
 
     def get_item_sync(self, id: str) -> ItemView | None:
         """:meth:`get_item` for plain ``def`` tasks (they run in a thread)."""
@@ -209,6 +219,30 @@ class Context:
                 created_by=self.id,
             )
         )
+
+    def custom(self, effect: fx.CustomEffect) -> None:
+        """Buffer an effect of your own: ``effect.apply(store, now, task)`` runs inside the
+        commit transaction, in order with the others (the crawl layer records links so)."""
+        self._effects.append(fx.Custom(effect=effect))
+
+    def defer(self, until: float) -> None:
+        """End this attempt without a result: the job is due again at *until* (seconds since
+        the epoch). Nothing else about the job changes: no failure, no retry used. Effects
+        buffered so far are still applied."""
+        self._defer_until = float(until)
+
+    def skip(self) -> None:
+        """End this attempt as ``skipped``: not run, due never, until something external
+        makes the job due again. Effects buffered so far are still applied."""
+        self._skip = True
+
+    @property
+    def deferred_until(self) -> float | None:
+        return self._defer_until
+
+    @property
+    def skipped(self) -> bool:
+        return self._skip
 
     def allow_failure(self, allowed: bool = True) -> None:
         """Keep what this attempt asked for even if it then fails."""

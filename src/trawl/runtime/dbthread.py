@@ -25,6 +25,10 @@ class StoreThread:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
 
+    async def with_store(self, fn: Callable[[Store], T]) -> T:
+        """``fn(store)`` on the database thread (Context.with_store)."""
+        return await self.call(fn, self.store)
+
     async def get_item(self, alias: str) -> ItemView | None:
         return await self.call(self.store.get_item, alias)
 

@@ -54,6 +54,7 @@ def attempt_result(
         revisit_offset=offset,
         not_found=not_found,
         changed=changed,
+        defer_until=ctx.deferred_until if outcome is Outcome.DEFERRED else None,
     )
 
 

@@ -21,10 +21,13 @@ from trawl.engine.commit import commit
 from trawl.model.errors import DatabaseUnavailable, InvalidData, NotFound
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, FailureInfo
 from trawl.model.states import Outcome
+from trawl.runtime.actorhooks import ActorHooks
+from trawl.runtime.actors import ActorInfo
 from trawl.runtime.app import App, TaskDef
 from trawl.runtime.context import Context
 from trawl.runtime.dbthread import StoreThread
 from trawl.runtime.outcome import attempt_result
+from trawl.runtime.plugins import for_app
 from trawl.runtime.stats import WorkerStats
 from trawl.store import codec, migrate
 from trawl.store.notify import Listener
@@ -51,7 +54,13 @@ class Worker:
         poll: float = 1.0,
         owner: str | None = None,
         on_progress: Callable[[WorkerStats], None] | None = None,
+        hooks: ActorHooks | None = None,
+        claim: Callable[[Store, int], claims.ClaimBatch] | None = None,
+        linger: float = 0.0,
     ) -> None:
+        """``hooks``: the plugin hooks to fire (default: the app's plugins, as a worker).
+        ``claim``: how to lease a batch (an actor's keyed claim). ``linger``: with
+        ``exit_when_idle``, how long the queue must stay empty before the worker exits."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.app = app
@@ -82,6 +91,14 @@ class Worker:
         self._stopping = False
         self._cancelling = False
         self._signals = 0
+        self.hooks = hooks or ActorHooks(
+            for_app(app),
+            ActorInfo(
+                type="worker", key=None, pid=os.getpid(), owner=self.owner, tasks=tuple(self.defs)
+            ),
+        )
+        self._claim = claim or self._claim_gated
+        self.linger = linger
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -99,6 +116,8 @@ class Worker:
         loop = asyncio.get_running_loop()
         try:
             await self.db.call(self._prepare, store)
+            self.hooks.tap(store.db)
+            self.hooks.startup()
             listener = Listener(self.url, lambda: self._wake_from_thread(loop))
             listener.start()
             self._install_signals(loop)
@@ -107,6 +126,7 @@ class Worker:
             finally:
                 listener.stop()
                 self._remove_signals(loop)
+                self.hooks.shutdown()
         finally:
             await asyncio.to_thread(self.db.close)
         log.info("worker %s stopped: %s", self.owner, self.stats.line())
@@ -163,8 +183,12 @@ class Worker:
 
     # -- claiming -------------------------------------------------------------------------
 
+    def _claim_gated(self, store: Store, limit: int) -> claims.ClaimBatch:
+        return claims.claim(store, self._gates, limit, self.owner)
+
     async def _claim_loop(self, store: Store) -> None:
         idle_delay = 0.01
+        idle_since: float | None = None
         low_water = max(1, self.concurrency // 4)
         while not self._stopping:
             free = self.concurrency - len(self._running)
@@ -172,16 +196,16 @@ class Worker:
                 await self._wait(self.poll)  # let slots free up so claims come in batches
                 continue
             epoch = self._commits
-            batch = await self._retrying(
-                "claim", claims.claim, store, self._gates, free, self.owner
-            )
+            batch = await self._retrying("claim", self._claim, store, free)
             for job in batch.jobs:
                 self._start(job)
             if batch.jobs:
-                idle_delay = 0.01
+                idle_delay, idle_since = 0.01, None
                 continue
             if self.exit_when_idle and self._idle(epoch) and batch.wake_at is None:
-                return
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since >= self.linger:
+                    return
             await self._wait(_until(batch.wake_at, store.clock(), idle_delay))
             idle_delay = min(self.poll, idle_delay * 2)
 
@@ -199,6 +223,8 @@ class Worker:
         task = asyncio.create_task(self._run_job(self.defs[job.task], job))
         self._running[job.job_id] = (job, task)
         self.stats.running = len(self._running)
+        if self.hooks.claims:
+            self.hooks.claimed(job)
 
     # -- running --------------------------------------------------------------------------
 
@@ -213,6 +239,8 @@ class Worker:
             reader=self.db,
             loop=loop,
         )
+        if self.hooks.ticks:
+            self.hooks.tick_start(job)
         try:
             result = await self._attempt(d, job, ctx, loop)
         except asyncio.CancelledError:
@@ -220,6 +248,8 @@ class Worker:
         finally:
             self._running.pop(job.job_id, None)
             self.stats.running = len(self._running)
+        if self.hooks.ticks:
+            self.hooks.tick_end(job, result)
         self._pending.append(result)
         self._commit_wanted.set()
         self._wake.set()
@@ -244,11 +274,13 @@ class Worker:
             return self._failed(d, job, ctx, error, _trace(error))
         except Exception as error:
             return self._failed(d, job, ctx, error, _trace(error))
-        return self._result(d, job, ctx, Outcome.SUCCESS, result=encoded)
+        return self._result(d, job, ctx, _ended(ctx), result=encoded)
 
     def _failed(
         self, d: TaskDef, job: ClaimedJob, ctx: Context, error: BaseException, trace: str
     ) -> AttemptResult:
+        if self.hooks.ticks:
+            self.hooks.tick_exception(job, error)
         failure = FailureInfo(
             error_type=type(error).__name__,
             message=str(error) or type(error).__name__,
@@ -286,6 +318,7 @@ class Worker:
             self._committing, self._pending = self._pending, []
             report = await self._retrying("commit", commit, store, self._committing)
             self._account(report)
+            self.hooks.committed(self._committing, report)
             self._committing = []
             self._commits += 1
             self._wake.set()
@@ -407,6 +440,13 @@ def _in_daemon_thread(
 
     threading.Thread(target=run, name=f"trawl-task-{ctx.task}", daemon=True).start()
     return future
+
+
+def _ended(ctx: Context) -> Outcome:
+    """How a task that returned ended: deferred or skipped if it said so, else a success."""
+    if ctx.skipped:
+        return Outcome.SKIPPED
+    return Outcome.SUCCESS if ctx.deferred_until is None else Outcome.DEFERRED
 
 
 def _until(wake_at: float | None, now: float, idle: float) -> float:

@@ -188,3 +188,127 @@ journal = sa.Table(
     sa.Column("task", sa.Text(), nullable=True),
     sa.Column("detail", Json, nullable=True),
 )
+
+# -- crawls (trawl.crawl): a crawl's pages are items; fetching one is a job of trawl.fetch ----
+
+crawls = sa.Table(
+    "crawls",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("spec", sa.Text(), nullable=True),  # digest of the command: rerunning it resumes
+    sa.Column("seeds", Json, nullable=False),
+    sa.Column("depth_limit", sa.Integer(), nullable=True),  # NULL: unlimited
+    sa.Column("niceness", sa.Integer(), nullable=False),
+    sa.Column("concurrency", sa.Integer(), nullable=False),
+    sa.Column("tag", sa.Text(), nullable=True),
+    sa.Column("created_by", sa.Text(), nullable=True),
+    sa.Column("note", sa.Text(), nullable=True),
+    sa.Column("aborted", Flag, nullable=False),
+    sa.Column("ruleset", sa.Integer(), nullable=False),  # the current ruleset version
+    sa.Column("options", Json, nullable=False),  # delay, robots, WARC path, timeouts, caps
+    sa.Column("created_at", Time, nullable=False),
+    sa.Index("crawls_spec", "spec"),
+)
+
+crawl_rulesets = sa.Table(
+    "crawl_rulesets",
+    metadata,
+    sa.Column("crawl_id", BigId, _cascade("crawls.id"), primary_key=True),
+    sa.Column("version", sa.Integer(), primary_key=True),
+    sa.Column("rules", Json, nullable=False),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Column("note", sa.Text(), nullable=True),
+)
+
+# One row per (crawl, canonical URL); the page's item is page:<crawl>:<url>.
+crawl_pages = sa.Table(
+    "crawl_pages",
+    metadata,
+    sa.Column("crawl_id", BigId, _cascade("crawls.id"), primary_key=True),
+    sa.Column("url", sa.Text(), primary_key=True),
+    sa.Column("item_id", sa.Text(), _cascade("items.id"), nullable=False),
+    sa.Column("depth", sa.Integer(), nullable=False),  # the shortest discovery path
+    sa.Column("via", sa.Text(), nullable=True),  # the parent on that path
+    sa.Column("skip", sa.Text(), nullable=True),  # why skipped: depth, rule:<v>, robots
+    sa.Column("found_at", Time, nullable=False),
+    sa.Index("crawl_pages_depth", "crawl_id", "depth"),
+    # Joins from jobs to their pages (progress counts) look pages up by item.
+    sa.Index("crawl_pages_item", "item_id", unique=True),
+)
+
+# Every discovery parent -> child; hops is 1 for a link, 0 for a redirect.
+crawl_links = sa.Table(
+    "crawl_links",
+    metadata,
+    sa.Column("crawl_id", BigId, _cascade("crawls.id"), primary_key=True),
+    sa.Column("parent", sa.Text(), primary_key=True),
+    sa.Column("child", sa.Text(), primary_key=True),
+    sa.Column("hops", sa.Integer(), nullable=False),
+)
+
+crawl_attempts = sa.Table(
+    "crawl_attempts",
+    metadata,
+    sa.Column("id", BigId, primary_key=True, autoincrement=True),
+    sa.Column("crawl_id", BigId, _cascade("crawls.id"), nullable=False),
+    sa.Column("url", sa.Text(), nullable=False),
+    sa.Column("attempt", sa.Integer(), nullable=False),
+    sa.Column("ruleset", sa.Integer(), nullable=False),
+    sa.Column("host", sa.Text(), nullable=False),
+    sa.Column("started_at", Time, nullable=False),
+    sa.Column("elapsed", Time, nullable=False),
+    sa.Column("outcome", sa.Text(), nullable=False),  # done, failed, retry, skipped
+    sa.Column("status_code", sa.Integer(), nullable=True),
+    sa.Column("location", sa.Text(), nullable=True),  # a redirect's target
+    sa.Column("content_type", sa.Text(), nullable=True),
+    sa.Column("size", sa.BigInteger(), nullable=True),
+    sa.Column("outlinks", sa.Integer(), nullable=False),
+    sa.Column("error", sa.Text(), nullable=True),
+    sa.Column("digest", sa.Text(), nullable=True),  # of the payload
+    sa.Column("warc_file", sa.Text(), nullable=True),
+    sa.Column("warc_offset", sa.BigInteger(), nullable=True),
+    sa.Column("warc_length", sa.BigInteger(), nullable=True),
+    sa.Index("crawl_attempts_url", "crawl_id", "url"),
+    sa.Index("crawl_attempts_time", "crawl_id", "started_at"),
+)
+
+# Payload digests already archived in full: later copies become WARC revisit records.
+crawl_payloads = sa.Table(
+    "crawl_payloads",
+    metadata,
+    sa.Column("crawl_id", BigId, _cascade("crawls.id"), primary_key=True),
+    sa.Column("digest", sa.Text(), primary_key=True),
+    sa.Column("url", sa.Text(), nullable=False),
+    sa.Column("date", sa.Text(), nullable=False),
+)
+
+# Politeness per host, shared by every worker: the next request start, and a whole-host
+# block after 429/503 (Retry-After).
+crawl_hosts = sa.Table(
+    "crawl_hosts",
+    metadata,
+    sa.Column("host", sa.Text(), primary_key=True),
+    sa.Column("next_at", Time, nullable=False),
+    sa.Column("blocked_until", Time, nullable=True),
+)
+
+# Requests in flight, per key ("host:<host>", "crawl:<id>"). A slot counts only while its
+# page's job is running the same attempt and `until` has not passed, so a killed worker's
+# slots free themselves when its jobs are claimed again.
+crawl_slots = sa.Table(
+    "crawl_slots",
+    metadata,
+    sa.Column("key", sa.Text(), primary_key=True),
+    sa.Column("item_id", sa.Text(), primary_key=True),
+    sa.Column("attempt", sa.Integer(), nullable=False),
+    sa.Column("until", Time, nullable=False),
+)
+
+crawl_robots = sa.Table(
+    "crawl_robots",
+    metadata,
+    sa.Column("host", sa.Text(), primary_key=True),
+    sa.Column("status", sa.Integer(), nullable=False),
+    sa.Column("body", sa.Text(), nullable=False),
+    sa.Column("fetched_at", Time, nullable=False),
+)

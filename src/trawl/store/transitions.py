@@ -19,10 +19,11 @@ _SET_OUTCOME = """
     status = b.status,
     due_at = CASE b.status WHEN 'done' THEN :now + COALESCE(jobs.ttl, b.ttl)
                            WHEN 'failed' THEN b.retry_at
-                           ELSE :now END,
-    ready = (b.status = 'queued'),
+                           WHEN 'skipped' THEN NULL
+                           ELSE COALESCE(b.retry_at, :now) END,
+    ready = (b.status = 'queued' AND b.retry_at IS NULL),
     owner = NULL,
-    ever_run = (jobs.ever_run OR b.status <> 'queued'),
+    ever_run = (jobs.ever_run OR b.status IN ('done', 'failed')),
     result = COALESCE(b.result, jobs.result),
     result_version = CASE WHEN b.keep THEN b.version ELSE jobs.result_version END,
     result_at = CASE WHEN b.keep THEN :now ELSE jobs.result_at END,
