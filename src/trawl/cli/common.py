@@ -78,3 +78,27 @@ def duration(ctx: click.Context, param: click.Parameter, value: Any) -> float:
         return seconds(value)
     except InvalidDuration as error:
         raise click.BadParameter(str(error)) from None
+
+
+def grace_option(fn: F) -> F:
+    """``--grace DURATION``: how long running tasks may finish after SIGINT/SIGTERM."""
+    return click.option(
+        "--grace",
+        metavar="DURATION",
+        callback=duration,
+        default="30s",
+        show_default=True,
+        help="On SIGINT/SIGTERM, how long running tasks may take to finish.",
+    )(fn)
+
+
+def progress_every_option(fn: F) -> F:
+    """``--progress-every DURATION``: the interval of progress log lines off a terminal."""
+    return click.option(
+        "--progress-every",
+        metavar="DURATION",
+        callback=duration,
+        default="5s",
+        show_default=True,
+        help="Time between progress log lines when stderr is not a terminal.",
+    )(fn)

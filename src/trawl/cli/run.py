@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from trawl.cli import live, progress
-from trawl.cli.common import duration, settings
+from trawl.cli.common import grace_option, progress_every_option, settings
 from trawl.model.errors import InvalidInput
 from trawl.runtime.loader import load_app
 from trawl.runtime.logjson import JsonFormatter
@@ -38,14 +38,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     show_default=True,
     help="Jobs each actor runs at a time, unless its task's trawl.Actor sets its own.",
 )
-@click.option(
-    "--grace",
-    metavar="DURATION",
-    callback=duration,
-    default="30s",
-    show_default=True,
-    help="On SIGINT/SIGTERM, how long running tasks may take to finish.",
-)
+@grace_option
 @click.option(
     "--progress/--no-progress",
     "show_progress",
@@ -53,14 +46,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     show_default=True,
     help="Report progress on stderr: a live table on a terminal, else a log line.",
 )
-@click.option(
-    "--progress-every",
-    metavar="DURATION",
-    callback=duration,
-    default="5s",
-    show_default=True,
-    help="Time between progress log lines when stderr is not a terminal.",
-)
+@progress_every_option
 @click.option("--log-json", is_flag=True, help="Log JSON lines on stderr (for services).")
 @click.option(
     "--log-level",

@@ -9,7 +9,7 @@ import logging
 import click
 
 from trawl.cli import output, progress
-from trawl.cli.common import duration, settings
+from trawl.cli.common import grace_option, progress_every_option, settings
 from trawl.model.errors import InvalidInput
 from trawl.runtime.app import App
 from trawl.runtime.dryrun import DryRunJob
@@ -35,14 +35,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 )
 @click.option("--tasks", metavar="A,B", help="Run only these tasks (comma-separated).")
 @click.option("--exit-when-idle", is_flag=True, help="Exit once no job is due.")
-@click.option(
-    "--grace",
-    metavar="DURATION",
-    callback=duration,
-    default="30s",
-    show_default=True,
-    help="On SIGINT/SIGTERM, how long running tasks may take to finish.",
-)
+@grace_option
 @click.option(
     "--progress/--no-progress",
     "show_progress",
@@ -50,14 +43,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     show_default=True,
     help="Report progress on stderr: a live line on a terminal, else a log line.",
 )
-@click.option(
-    "--progress-every",
-    metavar="DURATION",
-    callback=duration,
-    default="5s",
-    show_default=True,
-    help="Time between progress log lines when stderr is not a terminal.",
-)
+@progress_every_option
 @click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
