@@ -148,6 +148,9 @@ def work(ctx):
 """
 
 
+# Timing-sensitive (bounds on both sides); seen failing only with other test runs
+# competing for the 2 cores, so it gets up to two more tries.
+@pytest.mark.flaky(reruns=2)
 def test_a_sync_task_stuck_in_a_loop_is_cut_off_at_its_timeout_and_its_actor_replaced(
     sqlite_url: str, tmp_path: Path, procs: Procs
 ) -> None:

@@ -18,6 +18,9 @@ from trawl.crawl.site import generate
 from trawl.store.store import Store
 
 
+# Timing-sensitive (bounds on both sides); seen failing only with other test runs
+# competing for the 2 cores, so it gets up to two more tries.
+@pytest.mark.flaky(reruns=2)
 def test_a_rule_added_mid_crawl_applies_from_the_next_claim(sqlite_url: str) -> None:
     with SiteServer(generate(80)) as server:
         options = Options(delay=0.03, timeout=5.0)
