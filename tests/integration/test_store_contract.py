@@ -429,6 +429,54 @@ def test_a_version_bump_is_one_set_based_update_however_many_jobs(store: Store) 
     assert len(job_updates) == 1, seen
 
 
+def test_a_unit_commits_and_claims_in_one_transaction_without_savepoints(store: Store) -> None:
+    store.register_tasks([task()])
+    products(store, "sku:1", "sku:2")
+    first = claim_one(store)
+    with counting_statements(store) as seen, store.db.unit():
+        report = commit(store, [success(first, {"price": 1})])
+        (second,) = claim(store)
+    assert (report.committed, second.item_id) == ([first.job_id], "sku:2")
+    words = [s.split()[0].upper() for s in seen]
+    assert (words.count("BEGIN"), words.count("COMMIT"), words.count("SAVEPOINT")) == (1, 1, 0)
+
+
+def test_a_unit_that_fails_undoes_its_commit_and_its_claim(store: Store) -> None:
+    store.register_tasks([task()])
+    products(store, "sku:1", "sku:2")
+    first = claim_one(store)
+
+    def commit_claim_and_fail() -> None:
+        with store.db.unit():
+            commit(store, [success(first, {"price": 1})])
+            assert claimed_ids(claim(store)) == ["sku:2"]
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        commit_claim_and_fail()
+    view = job_of(store, "sku:1")
+    assert (view.status, view.result) == (JobStatus.RUNNING, None)
+    assert job_of(store, "sku:2").status == JobStatus.QUEUED
+    assert commit_one(store, success(first, {"price": 1})).committed == [first.job_id]
+
+
+def test_a_block_nested_inside_a_unit_part_keeps_its_savepoint(store: Store) -> None:
+    store.register_tasks([task()])
+    products(store, "sku:1")
+
+    def add_and_fail() -> None:
+        with store.db.write():
+            products(store, "sku:2")
+            raise RuntimeError("inner")
+
+    with store.db.unit(), store.db.write():
+        with pytest.raises(RuntimeError, match="inner"):
+            add_and_fail()
+        products(store, "sku:3")
+    assert store.get_item("sku:2") is None
+    assert store.get_item("sku:3") is not None
+
+
 def test_a_result_is_due_again_when_its_ttl_passes_after_never_run_jobs(
     store: Store, clock: FakeClock
 ) -> None:

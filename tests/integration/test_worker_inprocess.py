@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 import trawl
 from tests.integration.helpers import item, job_of
@@ -132,3 +133,38 @@ def test_async_tasks_read_items_through_aliases_and_other_tasks_metadata(db_url:
     assert results(db_url, ids) == {
         f"sku:{n}": {"canonical": f"sku:{n}", "left": n * 10, "missing": None} for n in range(6)
     }
+
+
+def test_a_busy_worker_commits_each_batch_in_the_transaction_of_its_next_claim(
+    db_url: str,
+) -> None:
+    app = trawl.App()
+
+    @app.task(tags=["product"])
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        return {"n": ctx.data["n"]}
+
+    ids = products(db_url, 64)
+    statements: list[str] = []
+
+    def seen(*args: Any) -> None:
+        statements.append(" ".join(args[2].split()).upper())
+
+    sa.event.listen(sa.Engine, "before_cursor_execute", seen)
+    try:
+        worker = run(app, db_url)
+    finally:
+        sa.event.remove(sa.Engine, "before_cursor_execute", seen)
+    assert worker.stats.done == 64
+    kinds: list[set[str]] = []
+    for statement in statements:
+        if statement.startswith("BEGIN"):
+            kinds.append(set())
+        elif kinds and "SET STATUS = 'RUNNING'" in statement:
+            kinds[-1].add("claim")
+        elif kinds and "SET STATUS = B.STATUS" in statement:
+            kinds[-1].add("commit")
+    # 64 jobs, 8 slots: every batch but none (or the very last) commits with the next claim.
+    assert sum(k == {"commit", "claim"} for k in kinds) >= 64 // 8 - 1, kinds
+    assert sum(k == {"commit"} for k in kinds) <= 1, kinds
+    assert list(results(db_url, ids).values()) == [{"n": n} for n in range(64)]

@@ -1,10 +1,16 @@
-"""``claim latency``: one ``Store.claim(limit=100)`` call with many jobs present but not due.
+"""``claim latency`` and ``claim throughput`` with many jobs present but not due.
 
 Per size, a fresh database gets N jobs that are done with a TTL ten years away (present, not
-due) and a fixed number of due jobs, by bulk SQL (not timed). Each timed claim is followed by
-an untimed commit that releases the batch (due again at once), so the due set keeps its size.
-A run is ``claim_calls`` claims after a short warm-up; its figure is their median. The three
-runs share the database (seeding 1M rows three times would dwarf the measurement). The
+due) and a fixed number of due jobs, by bulk SQL (not timed).
+
+- latency: one ``Store.claim(limit=100)`` call. Each timed claim is followed by an untimed
+  commit that releases the batch (due again at once), so the due set keeps its size. A run
+  is ``claim_calls`` claims after a short warm-up; its figure is their median.
+- throughput: jobs leased per second by one connection that claims 100 and commits them
+  (released, so the due set keeps its size) in one transaction, as a busy worker does, for
+  ``claim_calls`` rounds, all timed.
+
+The runs share the database (seeding 1M rows three times would dwarf the measurement). The
 ratio is against the smallest size, measured in the same run.
 """
 
@@ -24,17 +30,20 @@ from trawl.model.states import Outcome
 from trawl.store.store import Store
 
 WORKLOAD = "claim latency"
+THROUGHPUT = "claim throughput"
 WARMUP = 20
 
 
 def run(plan: Plan, backend: Backend, sizes: tuple[int, ...]) -> list[Row]:
-    rows = [_size(plan, backend, size) for size in sizes]
-    for row in rows[1:]:
-        set_ratio(row, rows[0])
-    return rows
+    pairs = [_size(plan, backend, size) for size in sizes]
+    latency, throughput = [p[0] for p in pairs], [p[1] for p in pairs]
+    for rows in (latency, throughput):
+        for row in rows[1:]:
+            set_ratio(row, rows[0])
+    return latency + throughput
 
 
-def _size(plan: Plan, backend: Backend, size: int) -> Row:
+def _size(plan: Plan, backend: Backend, size: int) -> tuple[Row, Row]:
     with backend.database(f"claim_{human(size).lower()}") as url:
         started = time.perf_counter()
         _seed(backend, url, size, plan.claim_due)
@@ -46,13 +55,32 @@ def _size(plan: Plan, backend: Backend, size: int) -> Row:
         try:
             _claims(store, plan, WARMUP)
             runs = [_claims(store, plan, plan.claim_calls) for _ in range(plan.runs)]
+            rates = [_rounds(store, plan) for _ in range(plan.runs)]
         finally:
             store.close()
     medians = [statistics.median(r) for r in runs]
     say(
         f"  trawl {backend.name} claim with {human(size)} not due: "
         + ", ".join(f"{m:.2f}" for m in medians)
-        + " ms"
+        + " ms; "
+        + ", ".join(f"{r:,.0f}" for r in rates)
+        + " jobs/s"
+    )
+    params = {
+        "not_due": size,
+        "due": plan.claim_due,
+        "limit": plan.claim_limit,
+        "calls_per_run": plan.claim_calls,
+    }
+    throughput = Row(
+        system="trawl",
+        backend=backend.name,
+        workload=THROUGHPUT,
+        variant=f"{human(size)} not due",
+        unit="jobs/s",
+        better="higher",
+        runs=rates,
+        params=params,
     )
     return Row(
         system="trawl",
@@ -62,14 +90,9 @@ def _size(plan: Plan, backend: Backend, size: int) -> Row:
         unit="ms",
         better="lower",
         runs=medians,
-        params={
-            "not_due": size,
-            "due": plan.claim_due,
-            "limit": plan.claim_limit,
-            "calls_per_run": plan.claim_calls,
-        },
+        params=params,
         extra={"p90_ms": [_p90(r) for r in runs], "max_ms": [max(r) for r in runs]},
-    )
+    ), throughput
 
 
 def _seed(backend: Backend, url: str, size: int, due: int) -> None:
@@ -94,6 +117,22 @@ def _claims(store: Store, plan: Plan, calls: int) -> list[float]:
             raise RuntimeError(f"claimed {len(jobs)} jobs, expected {plan.claim_limit}")
         commit(store, [_released(job) for job in jobs])
     return times
+
+
+def _rounds(store: Store, plan: Plan) -> float:
+    """Claim and release ``claim_calls`` batches, each in one transaction; jobs per second."""
+    leases = {seed.TASK: 300.0}
+    jobs: list[ClaimedJob] = store.claim(leases, plan.claim_limit, "bench")
+    claimed = 0
+    started = time.perf_counter()
+    for _ in range(plan.claim_calls):
+        with store.db.unit():
+            commit(store, [_released(job) for job in jobs])
+            jobs = store.claim(leases, plan.claim_limit, "bench")
+        claimed += len(jobs)
+    elapsed = time.perf_counter() - started
+    commit(store, [_released(job) for job in jobs])
+    return claimed / elapsed
 
 
 def _released(job: ClaimedJob) -> AttemptResult:

@@ -48,7 +48,10 @@ def attempt_result(
         result=result,
         effects=ctx.effects if outcome is not Outcome.RELEASED else (),
         failure=failure,
-        retry_delay=retry_delay(d, job, not_found=not_found),
+        # Only a failure waits to be retried (the commit ignores the delay otherwise).
+        retry_delay=retry_delay(d, job, not_found=not_found)
+        if outcome is Outcome.FAILURE
+        else None,
         apply_on_failure=ctx.failure_allowed,
         result_hash=digest,
         revisit_offset=offset,

@@ -98,6 +98,9 @@ class Worker:
             ),
         )
         self._claim = claim or self._claim_gated
+        # Claims take at most half the slots: the next batch is leased (and the last one
+        # committed) while this one runs, so the database and the tasks work side by side.
+        self._batch = max(1, concurrency)
         self.linger = linger
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -143,12 +146,13 @@ class Worker:
 
     async def _serve(self, store: Store) -> None:
         helpers = [
-            asyncio.create_task(self._commit_loop(store)),
             asyncio.create_task(self._heartbeat_loop(store)),
             asyncio.create_task(self._progress_loop()),
         ]
         try:
             await self._claim_loop(store)
+            # From here on nothing is claimed: finished attempts are committed as they come.
+            helpers.append(asyncio.create_task(self._commit_loop(store)))
             await self._drain()
         finally:
             for helper in helpers:
@@ -186,17 +190,44 @@ class Worker:
     def _claim_gated(self, store: Store, limit: int) -> claims.ClaimBatch:
         return claims.claim(store, self._gates, limit, self.owner)
 
+    def _commit_and_claim(
+        self, store: Store, results: list[AttemptResult], limit: int
+    ) -> tuple[CommitReport | None, claims.ClaimBatch]:
+        """On the database thread: commit what finished and lease the next batch in one
+        transaction, so a busy worker pays one COMMIT (one WAL flush) per batch, not two."""
+        if not results:
+            return None, self._claim(store, limit)
+        if limit <= 0:
+            return commit(store, results), claims.ClaimBatch(jobs=[])
+        with store.db.unit():
+            report = commit(store, results)
+            batch = self._claim(store, limit)
+        return report, batch
+
     async def _claim_loop(self, store: Store) -> None:
+        """Until stopped: commit what finished and claim into the free slots, together.
+
+        Claims wait until a quarter of the slots are free, so they come in batches; while
+        too few are free, finished attempts are committed on their own."""
         idle_delay = 0.01
         idle_since: float | None = None
         low_water = max(1, self.concurrency // 4)
         while not self._stopping:
             free = self.concurrency - len(self._running)
-            if free < low_water and self._running:
+            claiming = free >= low_water or not self._running
+            if not claiming and not self._pending:
                 await self._wait(self.poll)  # let slots free up so claims come in batches
                 continue
             epoch = self._commits
-            batch = await self._retrying("claim", self._claim, store, free)
+            results = self._take_pending()
+            limit = min(free, self._batch) if claiming else 0
+            report, batch = await self._retrying(
+                "claim", self._commit_and_claim, store, results, limit
+            )
+            if results:
+                self._committed(results, report)
+            if not claiming:
+                continue
             for job in batch.jobs:
                 self._start(job)
             if batch.jobs:
@@ -260,8 +291,12 @@ class Worker:
         started = time.monotonic()
         try:
             if d.is_async:
-                value = await asyncio.wait_for(d.fn(ctx), d.timeout)
+                # asyncio.timeout, not wait_for: wait_for wraps the call in a second task.
+                async with asyncio.timeout(d.timeout):
+                    value = await d.fn(ctx)
             else:
+                # A thread cannot be cancelled: wait_for abandons its future and leaves this
+                # task uncancelled.
                 value = await asyncio.wait_for(_in_daemon_thread(loop, d.fn, ctx), d.timeout)
             encoded = None if value is None else _encode_result(d.name, value)
         except asyncio.CancelledError:
@@ -315,16 +350,27 @@ class Worker:
 
     async def _flush(self, store: Store) -> None:
         while self._pending:
-            self._committing, self._pending = self._pending, []
-            report = await self._retrying("commit", commit, store, self._committing)
-            self._account(report)
-            self.hooks.committed(self._committing, report)
-            self._committing = []
-            self._commits += 1
-            self._wake.set()
+            results = self._take_pending()
+            report = await self._retrying("commit", commit, store, results)
+            self._committed(results, report)
 
-    def _account(self, report: CommitReport) -> None:
-        outcomes = {r.job_id: r for r in self._committing}
+    def _take_pending(self) -> list[AttemptResult]:
+        """Hand the finished attempts to a commit (their leases are still renewed)."""
+        results, self._pending = self._pending, []
+        self._committing.extend(results)
+        return results
+
+    def _committed(self, results: list[AttemptResult], report: CommitReport | None) -> None:
+        assert report is not None
+        self._account(results, report)
+        self.hooks.committed(results, report)
+        handed = {id(r) for r in results}
+        self._committing = [r for r in self._committing if id(r) not in handed]
+        self._commits += 1
+        self._wake.set()
+
+    def _account(self, results: list[AttemptResult], report: CommitReport) -> None:
+        outcomes = {r.job_id: r for r in results}
         for job_id in report.committed:
             outcome = outcomes[job_id].outcome
             if job_id in report.effect_failures or outcome is Outcome.FAILURE:
@@ -370,7 +416,9 @@ class Worker:
                 log.warning("lease renewal failed: %s", error)
                 continue
             for job_id, attempt, _ in held:
-                if job_id not in kept:
+                # A finished attempt may have committed while the renewal waited its turn;
+                # its commit says itself whether the lease was lost.
+                if job_id not in kept and job_id in self._running:
                     log.warning("lease lost on job %d attempt %d", job_id, attempt)
 
     async def _progress_loop(self) -> None:

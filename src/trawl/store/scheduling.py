@@ -97,8 +97,8 @@ _WAKE_SQLITE = q(
 )
 _WAKE_POSTGRES = q(
     _WAKE.format(
-        batch="SELECT * FROM unnest(CAST(:item_id AS text[]), CAST(:task AS text[]),"
-        " CAST(:changed AS bool[])) AS u(item_id, task, changed)"
+        batch="SELECT e ->> 0 AS item_id, e ->> 1 AS task, CAST(e ->> 2 AS bool) AS changed"
+        " FROM jsonb_array_elements(CAST(:batch AS jsonb)) AS u(e)"
     )
 )
 
@@ -108,15 +108,8 @@ def wake_dependents(db: Database, done: Sequence[tuple[str, str, bool]], now: fl
     re-run when a dependency's result changed."""
     if not done:
         return 0
-    if db.is_sqlite:
-        params: dict[str, Any] = {"batch": codec.dumps([list(row) for row in done])}
-        return int(db.execute(_WAKE_SQLITE, params | {"now": now}).rowcount)
-    params = {
-        "item_id": [r[0] for r in done],
-        "task": [r[1] for r in done],
-        "changed": [r[2] for r in done],
-    }
-    return int(db.execute(_WAKE_POSTGRES, params | {"now": now}).rowcount)
+    params: dict[str, Any] = {"batch": codec.dumps([list(row) for row in done]), "now": now}
+    return int(db.execute(_WAKE_SQLITE if db.is_sqlite else _WAKE_POSTGRES, params).rowcount)
 
 
 _RELIST = q(

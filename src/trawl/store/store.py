@@ -318,8 +318,9 @@ class Store:
         if not rows:
             return set()
         columns = transitions.OUTCOME_COLUMNS
-        params = transitions.batch_params(self.is_sqlite, columns, rows)
+        params = transitions.batch_params(True, columns, rows)
         params["now"] = now
+        params["ids"] = [r[0] for r in rows]
         stmt = transitions.statement(
             self.is_sqlite, transitions.COMMIT_SQLITE, transitions.COMMIT_POSTGRES
         )
