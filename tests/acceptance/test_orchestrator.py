@@ -223,7 +223,9 @@ CHURN_APP = """
 @app.task(tags=["t"], timeout="30s", actor=trawl.Actor(max_actors=4))
 async def work(ctx):
     start = time.time()
-    await asyncio.sleep(random.uniform(0.002, 0.02))
+    # 64 slots at ~75 ms a job: about 850 jobs/s at best, so 5,000 jobs take several
+    # seconds (several kills) however fast the engine gets.
+    await asyncio.sleep(random.uniform(0.05, 0.1))
     record(ctx.id, os.getpid(), ctx.attempt, start, time.time())
     return {"attempt": ctx.attempt}
 """

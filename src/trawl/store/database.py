@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import event, exc
 
 from trawl.model.errors import DatabaseUnavailable, TrawlError
-from trawl.store import codec
+from trawl.store import codec, writer_lock
 from trawl.store import url as urls
 
 Params = Mapping[str, Any]
@@ -43,6 +43,8 @@ class Database:
         self.url = url
         sa_url, self.dialect = urls.parse(url)
         self.engine = _engine(sa_url, self.dialect)
+        # SQLite writers queue on a file lock (see writer_lock.py); PostgreSQL has row locks.
+        self._writer = writer_lock.for_database(sa_url.database) if self.is_sqlite else None
         self._conn: sa.Connection | None = None
         self._depth = 0
         self._unit = False  # inside unit(): its direct sub-transactions join it
@@ -72,13 +74,23 @@ class Database:
             with contextlib.suppress(Exception):
                 self._conn.close()
             self._conn = None
+        if self._writer is not None:
+            self._writer.close()
         self.engine.dispose()
 
     @contextlib.contextmanager
     def write(self) -> Iterator[sa.Connection]:
         """A write transaction; nested calls become savepoints."""
-        with self._transaction("BEGIN IMMEDIATE" if self.is_sqlite else "BEGIN") as conn:
-            yield conn
+        if self._depth or self._writer is None:
+            with self._transaction("BEGIN IMMEDIATE" if self.is_sqlite else "BEGIN") as conn:
+                yield conn
+            return
+        self._writer.acquire()
+        try:
+            with self._transaction("BEGIN IMMEDIATE") as conn:
+                yield conn
+        finally:
+            self._writer.release()
 
     @contextlib.contextmanager
     def unit(self) -> Iterator[sa.Connection]:
