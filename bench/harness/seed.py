@@ -22,6 +22,7 @@ CHUNK = 1_000_000
 class Kind(enum.Enum):
     DUE = "due"  # queued, never run, due now: what a worker will claim
     DONE = "done"  # done, result fresh for ten years: present but not due
+    EXPIRED = "expired"  # done, its TTL just passed: due, waiting in jobs_pending
 
 
 def _jobs_select(kind: Kind, ident: str) -> str:
@@ -30,9 +31,10 @@ def _jobs_select(kind: Kind, ident: str) -> str:
             f"SELECT {ident}, '{TASK}', 'queued', :now, true, 0, NULL, 0, false, true,"
             " NULL, NULL, NULL, NULL, NULL, NULL, 0"
         )
+    until = ":far" if kind is Kind.DONE else ":now"
     return (
-        f"SELECT {ident}, '{TASK}', 'done', :far, false, 1, NULL, 0, true, true,"
-        " '{}', '1', :now, :far, NULL, true, 0"
+        f"SELECT {ident}, '{TASK}', 'done', {until}, false, 1, NULL, 0, true, true,"
+        f" '{{}}', '1', :now, {until}, NULL, true, 0"
     )
 
 

@@ -4,17 +4,22 @@
   rate, so every claim is granted) with 1, 100 and 10,000 keys in use. A claim reads and
   writes the state of only its candidates' keys, so the figure must not fall as keys grow;
   the ratio is against 1 key.
-- ``ttl requeue``: N results whose TTL has passed become claimable; timed from the first
-  claim until every one was claimed (promotion plus claims), in jobs per second.
-- ``version bump``: N results made by version 1; registering version 2 re-queues them in
-  one UPDATE. Timed: the ``register_tasks`` call, in jobs per second.
+- ``ttl requeue``: N results whose TTL has just passed (bulk-seeded: done, due, waiting in
+  ``jobs_pending``); timed from the first claim until every one was claimed (promotion plus
+  claims), in jobs per second.
+- ``version bump``: N results made by version 1 (bulk-seeded); registering version 2
+  re-queues them in one UPDATE. Timed: the ``register_tasks`` call, in jobs per second.
 """
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
+from collections.abc import Iterator
+from dataclasses import replace
 
+from harness import seed, trawl_db
 from harness.backends import Backend
 from harness.plan import Plan, human
 from harness.progress import say
@@ -22,57 +27,41 @@ from harness.rows import Row, set_ratio
 from trawl.engine.claim import TaskGate, claim
 from trawl.engine.commit import commit
 from trawl.model.limits import make_limit
-from trawl.model.records import AttemptResult, ClaimedJob, NewItem, TaskInfo
+from trawl.model.records import AttemptResult, ClaimedJob
 from trawl.model.states import Outcome
-from trawl.store import migrate
 from trawl.store.store import Store
 
-TASK = "visit"
 KEYS = (1, 100, 10_000)
 
 
 def run(plan: Plan, backend: Backend) -> list[Row]:
     jobs = plan.enqueue_batch
-    keyed = [_keys(plan, backend, keys, jobs) for keys in KEYS]
+    with _seeded(backend, seed.Kind.DUE, jobs) as template:
+        keyed = [_keys(plan, backend, template, keys, jobs) for keys in KEYS]
     for row in keyed[1:]:
         set_ratio(row, keyed[0])
     return [*keyed, _ttl(plan, backend, jobs * 5), _bump(plan, backend, jobs * 5)]
 
 
-def _info(version: str = "1", ttl: float | None = None) -> TaskInfo:
-    return TaskInfo(name=TASK, version=version, tags=("t",), ttl=ttl, timeout=300.0, retries=0)
-
-
-def _fill(url: str, count: int, keys: int, ttl: float | None = None) -> Store:
-    store = Store(url)
-    migrate.upgrade(store.db)
-    store.register_tasks([_info(ttl=ttl)])
-    for start in range(0, count, 5000):
-        store.add_items(
-            [
-                NewItem(id=f"i:{n}", tags=(("t", None),), data={"key": n % keys})
-                for n in range(start, min(count, start + 5000))
-            ]
-        )
-    return store
-
-
-def _done(job: ClaimedJob, ttl: float | None = None) -> AttemptResult:
+def _done(job: ClaimedJob) -> AttemptResult:
     return AttemptResult(
         job_id=job.job_id, item_id=job.item_id, task=job.task, attempt=job.attempt,
-        outcome=Outcome.SUCCESS, version="1", ttl=ttl, result='{"ok":true}',
+        outcome=Outcome.SUCCESS, version="1", ttl=None, result='{"ok":true}',
     )  # fmt: skip
 
 
-def _keys(plan: Plan, backend: Backend, keys: int, jobs: int) -> Row:
+def _keys(plan: Plan, backend: Backend, template: str, keys: int, jobs: int) -> Row:
     # a rate and burst no claim reaches: this measures the keys' bookkeeping, not throttling
-    limit = make_limit("per-key", "1000000/s", burst=100_000, key=lambda item: item.data["key"])
-    gate = TaskGate(name=TASK, timeout=300.0, limits=(limit,))
+    limit = make_limit(
+        "per-key", "1000000/s", burst=100_000, key=lambda item: item.data["n"] % keys
+    )
+    gate = TaskGate(name=seed.TASK, timeout=300.0, limits=(limit,))
     runs = []
-    for n in range(plan.runs):
-        with backend.database(f"keys_{keys}_{n}") as url:
-            store = _fill(url, jobs, keys)
+    for _ in range(plan.runs):
+        with backend.clone(template, f"keys_{keys}") as url:
+            store = Store(url)
             try:
+                store.register_limits([limit])
                 started, claimed = time.perf_counter(), 0
                 while batch := claim(store, [gate], plan.claim_limit, "bench").jobs:
                     claimed += len(batch)
@@ -80,6 +69,8 @@ def _keys(plan: Plan, backend: Backend, keys: int, jobs: int) -> Row:
                 runs.append(claimed / (time.perf_counter() - started))
             finally:
                 store.close()
+        if claimed != jobs:
+            raise RuntimeError(f"claimed {claimed} of {jobs} jobs through {keys} keys")
     say(f"  trawl {backend.name} claim+commit with {human(keys)} limit keys: "
         + ", ".join(f"{r:,.0f}" for r in runs) + " jobs/s")  # fmt: skip
     return Row(
@@ -91,17 +82,18 @@ def _keys(plan: Plan, backend: Backend, keys: int, jobs: int) -> Row:
 
 def _ttl(plan: Plan, backend: Backend, jobs: int) -> Row:
     runs = []
-    for n in range(plan.runs):
-        with backend.database(f"ttl_{n}") as url:
-            store = _fill(url, jobs, 1, ttl=1.0)
-            try:
-                _finish_all(store, jobs, ttl=2.0)  # every job done, due again soon
-                time.sleep(2.1)
-                started = time.perf_counter()
-                claimed = _claim_all(store)
-                runs.append(claimed / (time.perf_counter() - started))
-            finally:
-                store.close()
+    with _seeded(backend, seed.Kind.EXPIRED, jobs) as template:
+        for _ in range(plan.runs):
+            with backend.clone(template, "ttl") as url:
+                store = Store(url)
+                try:
+                    started = time.perf_counter()
+                    claimed = _claim_all(store)
+                    runs.append(claimed / (time.perf_counter() - started))
+                finally:
+                    store.close()
+            if claimed != jobs:
+                raise RuntimeError(f"ttl requeue claimed {claimed} of {jobs} expired results")
     say(f"  trawl {backend.name} ttl requeue: " + ", ".join(f"{r:,.0f}" for r in runs))
     return Row(
         system="trawl", backend=backend.name, workload="ttl requeue", variant=f"{human(jobs)}",
@@ -109,34 +101,44 @@ def _ttl(plan: Plan, backend: Backend, jobs: int) -> Row:
     )  # fmt: skip
 
 
-def _finish_all(store: Store, count: int, ttl: float | None = None) -> None:
-    """Run every job once (with a short TTL they come due again while this still runs)."""
-    finished = 0
-    while finished < count and (jobs := store.claim({TASK: 300.0}, 1000, "bench")):
-        commit(store, [_done(j, ttl) for j in jobs])
-        finished += len(jobs)
+@contextlib.contextmanager
+def _seeded(backend: Backend, kind: seed.Kind, jobs: int) -> Iterator[str]:
+    """A template database with *jobs* results of the ``noop`` task (bulk SQL, not timed):
+    each run gets a copy, so three runs cost one set-up."""
+    with backend.database(f"sched_{kind.value}") as url:
+        trawl_db.prepare(url)
+        conn = backend.raw(url)
+        try:
+            seed.seed(conn, backend.name, [(kind, 1, jobs)])
+            seed.analyze(conn, backend.name)
+        finally:
+            conn.close()
+        yield url
 
 
 def _claim_all(store: Store) -> int:
     """Claim until nothing is due (left leased: the database is thrown away)."""
     claimed = 0
-    while jobs := store.claim({TASK: 300.0}, 1000, "bench"):
+    while jobs := store.claim({seed.TASK: 300.0}, 1000, "bench"):
         claimed += len(jobs)
     return claimed
 
 
 def _bump(plan: Plan, backend: Backend, jobs: int) -> Row:
     runs = []
-    for n in range(plan.runs):
-        with backend.database(f"bump_{n}") as url:
-            store = _fill(url, jobs, 1)
-            try:
-                _finish_all(store, jobs)
-                started = time.perf_counter()
-                requeued = store.register_tasks([_info(version="2")])[TASK]
-                runs.append(requeued / (time.perf_counter() - started))
-            finally:
-                store.close()
+    bumped = replace(trawl_db.noop_app().tasks[seed.TASK].info(), version="2")
+    with _seeded(backend, seed.Kind.DONE, jobs) as template:
+        for _ in range(plan.runs):
+            with backend.clone(template, "bump") as url:
+                store = Store(url)
+                try:
+                    started = time.perf_counter()
+                    requeued = store.register_tasks([bumped])[seed.TASK]
+                    runs.append(requeued / (time.perf_counter() - started))
+                finally:
+                    store.close()
+            if requeued != jobs:
+                raise RuntimeError(f"version bump re-queued {requeued} of {jobs} results")
     say(f"  trawl {backend.name} version bump: " + ", ".join(f"{r:,.0f}" for r in runs))
     return Row(
         system="trawl", backend=backend.name, workload="version bump", variant=f"{human(jobs)}",
