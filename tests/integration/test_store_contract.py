@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -80,6 +81,26 @@ def test_adding_an_existing_id_changes_nothing(store: Store) -> None:
     view = store.get_item("sku:1")
     assert view is not None
     assert view.data == {"title": "first"}
+
+
+def test_items_added_together_are_created_and_journaled_in_the_order_given(
+    store: Store,
+) -> None:
+    seq = last_seq(store)
+    ids = ["sku:3", "sku:1", "sku:2"]
+    added = store.add_items([item("sku:3", n=1), item("sku:1"), item("sku:3", n=2), item("sku:2")])
+    assert added == ids  # of duplicate ids, the first wins
+    assert [e.item_id for e in store.journal(seq)] == ids
+    assert data_of(store, "sku:3") == {"n": 1}
+
+
+def test_item_data_and_tag_values_keep_quotes_unicode_and_nulls(store: Store) -> None:
+    data = {"title": 'say "hi"\n', "emoji": "\u00e9\u2603", "none": None, "n": [1, 2.5]}
+    new = item("sku:q", title="x")
+    store.add_items([replace(new, data=data, tags=(("a'b", 'v"1'), ("empty", None)))])
+    view = store.get_item("sku:q")
+    assert view is not None
+    assert (view.data, view.tags) == (data, {"a'b": 'v"1', "empty": None})
 
 
 def test_an_alias_resolves_to_its_item_and_cannot_become_an_item(store: Store) -> None:

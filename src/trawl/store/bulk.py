@@ -6,11 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 from trawl.model.records import NewItem
 from trawl.model.states import Journal
-from trawl.store import codec, schema
+from trawl.store import codec
 from trawl.store.database import Database
 from trawl.store.sql import NEW_JOBS, q
 
@@ -37,27 +36,53 @@ _RELIST_SQLITE = q(_RELIST.format(ids="SELECT value FROM json_each(:ids)"))
 _RELIST_POSTGRES = q(_RELIST.format(ids="SELECT unnest(CAST(:ids AS text[]))"))
 
 
+def _batch_insert(
+    table: str, columns: tuple[tuple[str, str], ...], returning: str | None
+) -> tuple[sa.TextClause, sa.TextClause]:
+    """INSERT of a JSON array of rows (one statement however many), skipping conflicts.
+
+    One bound string instead of a row of parameters each: the statement text never changes
+    (prepared once, no SQLAlchemy compile per call) and msgspec encodes the batch."""
+    names = ", ".join(name for name, _ in columns)
+    tail = " ON CONFLICT DO NOTHING" + (f" RETURNING {returning}" if returning else "")
+    sqlite_cols = ", ".join(f"value ->> {i}" for i in range(len(columns)))
+    pg_cols = ", ".join(f"CAST(e ->> {i} AS {kind})" for i, (_, kind) in enumerate(columns))
+    # "WHERE true": SQLite would read ON CONFLICT as part of the SELECT's join otherwise.
+    return (
+        q(f"INSERT INTO {table} ({names}) SELECT {sqlite_cols} FROM json_each(:batch)"
+          f" WHERE true{tail}"),
+        q(f"INSERT INTO {table} ({names}) SELECT {pg_cols}"
+          f" FROM jsonb_array_elements(CAST(:batch AS jsonb)) AS j(e){tail}"),
+    )  # fmt: skip
+
+
+_ITEMS = _batch_insert(
+    "items",
+    (("id", "text"), ("data", "text"), ("created_by", "text"), ("created_at", "float8"),
+     ("updated_at", "float8")),
+    "id",
+)  # fmt: skip
+_ALIASES = _batch_insert("aliases", (("alias", "text"), ("item_id", "text")), "alias")
+_TAGS = _batch_insert("tags", (("item_id", "text"), ("name", "text"), ("value", "text")), None)
+
+
 def add_items(
     db: Database, new: Sequence[NewItem], now: float, created_by: str | None
 ) -> list[str]:
-    """Create the items whose ids are free (inside the caller's transaction)."""
-    wanted = {item.id: item for item in reversed(new)}  # the first of duplicate ids wins
-    created = _insert(
-        db, schema.items, "id", [_item_row(i, now, created_by) for i in wanted.values()]
-    )
-    aliased = set(
-        _insert(db, schema.aliases, "alias", [{"alias": i, "item_id": i} for i in created])
-    )
+    """Create the items whose ids are free (inside the caller's transaction), in the order
+    given; of duplicate ids the first wins."""
+    wanted: dict[str, NewItem] = {}
+    for item in new:
+        wanted.setdefault(item.id, item)
+    data = [[i.id, codec.dumps(i.data), created_by, now, now] for i in wanted.values()]
+    inserted = set(_insert(db, _ITEMS, data))
+    created = [i for i in wanted if i in inserted]
+    aliased = set(_insert(db, _ALIASES, [[i, i] for i in created]))
     for item_id in created:
         if item_id not in aliased:  # the id is already another item's alias
             db.execute(_DROP, {"id": item_id})
     created = [i for i in created if i in aliased]
-    rows = [
-        {"item_id": i, "name": name, "value": value}
-        for i in created
-        for name, value in wanted[i].tags
-    ]
-    _insert(db, schema.tags, None, rows)
+    _insert(db, _TAGS, [[i, name, value] for i in created for name, value in wanted[i].tags])
     _create_jobs(db, [wanted[i] for i in created], now)
     fresh = set(created)
     _relist(db, [i for i in wanted if i not in fresh], now)
@@ -65,28 +90,14 @@ def add_items(
     return created
 
 
-def _item_row(item: NewItem, now: float, created_by: str | None) -> dict[str, Any]:
-    return {
-        "id": item.id,
-        "data": codec.dumps(item.data),
-        "created_by": created_by,
-        "created_at": now,
-        "updated_at": now,
-    }
-
-
 def _insert(
-    db: Database, table: sa.Table, key: str | None, rows: list[dict[str, Any]]
+    db: Database, stmt: tuple[sa.TextClause, sa.TextClause], rows: list[list[Any]]
 ) -> list[str]:
+    """Run a batch insert; the keys it returns (the rows that did not conflict)."""
     if not rows:
         return []
-    dialect = sqlite if db.is_sqlite else postgresql
-    stmt = dialect.insert(table).on_conflict_do_nothing()
-    if key is None:
-        db.conn.execute(stmt, rows)
-        return []
-    result = db.conn.execute(stmt.returning(table.c[key]), rows)
-    return list(result.scalars())
+    result = db.execute(stmt[0] if db.is_sqlite else stmt[1], {"batch": codec.dumps(rows)})
+    return list(result.scalars()) if result.returns_rows else []
 
 
 def _create_jobs(db: Database, items: list[NewItem], now: float) -> None:
