@@ -29,8 +29,13 @@ _FRAME = re.compile(r"^(?P<fn>.*) \((?P<file>[^:()]*)(?::\d+)?\)$")
 def main(chosen: list[str], plan: Plan) -> int:
     spy = shutil.which("py-spy", path=str(workers.VENV_BIN)) or shutil.which("py-spy")
     if spy is None:
-        print("py-spy is not installed: .venv/bin/pip install py-spy")
-        return 1
+        say("installing py-spy into .venv (a profiler only the benchmark uses)")
+        pip = [str(workers.VENV_BIN / "python"), "-m", "pip", "install", "--quiet", "py-spy"]
+        if subprocess.run(pip, check=False).returncode != 0:
+            print("py-spy could not be installed: .venv/bin/pip install py-spy")
+            return 1
+        spy = shutil.which("py-spy", path=str(workers.VENV_BIN))
+        assert spy is not None
     jobs = max(plan.process_jobs, 20_000)
     for name in chosen:
         backend = backends.SQLite() if name == "sqlite" else backends.PostgreSQL(postgres.connect())
