@@ -98,9 +98,6 @@ class Worker:
             ),
         )
         self._claim = claim or self._claim_gated
-        # Claims take at most half the slots: the next batch is leased (and the last one
-        # committed) while this one runs, so the database and the tasks work side by side.
-        self._batch = max(1, concurrency)
         self.linger = linger
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -192,11 +189,11 @@ class Worker:
 
     def _commit_and_claim(
         self, store: Store, results: list[AttemptResult], limit: int
-    ) -> tuple[CommitReport | None, claims.ClaimBatch]:
+    ) -> tuple[CommitReport, claims.ClaimBatch]:
         """On the database thread: commit what finished and lease the next batch in one
         transaction, so a busy worker pays one COMMIT (one WAL flush) per batch, not two."""
         if not results:
-            return None, self._claim(store, limit)
+            return CommitReport(), self._claim(store, limit)
         if limit <= 0:
             return commit(store, results), claims.ClaimBatch(jobs=[])
         with store.db.unit():
@@ -220,7 +217,7 @@ class Worker:
                 continue
             epoch = self._commits
             results = self._take_pending()
-            limit = min(free, self._batch) if claiming else 0
+            limit = free if claiming else 0
             report, batch = await self._retrying(
                 "claim", self._commit_and_claim, store, results, limit
             )
@@ -360,8 +357,7 @@ class Worker:
         self._committing.extend(results)
         return results
 
-    def _committed(self, results: list[AttemptResult], report: CommitReport | None) -> None:
-        assert report is not None
+    def _committed(self, results: list[AttemptResult], report: CommitReport) -> None:
         self._account(results, report)
         self.hooks.committed(results, report)
         handed = {id(r) for r in results}
