@@ -14,9 +14,10 @@
 from __future__ import annotations
 
 import contextlib
+import re
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from harness import seed, trawl_db
@@ -26,17 +27,20 @@ from harness.progress import say
 from harness.rows import Row, set_ratio
 from trawl.engine.claim import TaskGate, claim
 from trawl.engine.commit import commit
-from trawl.model.limits import make_limit
+from trawl.model.limits import Limit, make_limit
 from trawl.model.records import AttemptResult, ClaimedJob
 from trawl.model.states import Outcome
 from trawl.store.store import Store
 
 KEYS = (1, 100, 10_000)
+RATE, BURST = "1000000/s", 100_000
 
 
 def run(plan: Plan, backend: Backend) -> list[Row]:
     jobs = plan.enqueue_batch
     with _seeded(backend, seed.Kind.DUE, jobs) as template:
+        with contextlib.closing(Store(template)) as store:
+            store.register_limits([_limit(1)])  # the same name, rate and burst for every key
         keyed = [_keys(plan, backend, template, keys, jobs) for keys in KEYS]
     for row in keyed[1:]:
         set_ratio(row, keyed[0])
@@ -50,29 +54,23 @@ def _done(job: ClaimedJob) -> AttemptResult:
     )  # fmt: skip
 
 
-def _keys(plan: Plan, backend: Backend, template: str, keys: int, jobs: int) -> Row:
+def _limit(keys: int) -> Limit:
     # a rate and burst no claim reaches: this measures the keys' bookkeeping, not throttling
-    limit = make_limit(
-        "per-key", "1000000/s", burst=100_000, key=lambda item: item.data["n"] % keys
-    )
-    gate = TaskGate(name=seed.TASK, timeout=300.0, limits=(limit,))
-    runs = []
-    for _ in range(plan.runs):
-        with backend.clone(template, f"keys_{keys}") as url:
-            store = Store(url)
-            try:
-                store.register_limits([limit])
-                started, claimed = time.perf_counter(), 0
-                while batch := claim(store, [gate], plan.claim_limit, "bench").jobs:
-                    claimed += len(batch)
-                    commit(store, [_done(j) for j in batch])
-                runs.append(claimed / (time.perf_counter() - started))
-            finally:
-                store.close()
-        if claimed != jobs:
-            raise RuntimeError(f"claimed {claimed} of {jobs} jobs through {keys} keys")
-    say(f"  trawl {backend.name} claim+commit with {human(keys)} limit keys: "
-        + ", ".join(f"{r:,.0f}" for r in runs) + " jobs/s")  # fmt: skip
+    return make_limit("per-key", RATE, burst=BURST, key=lambda item: item.data["n"] % keys)
+
+
+def _keys(plan: Plan, backend: Backend, template: str, keys: int, jobs: int) -> Row:
+    gate = TaskGate(name=seed.TASK, timeout=300.0, limits=(_limit(keys),))
+
+    def claim_and_commit_all(store: Store) -> int:
+        claimed = 0
+        while batch := claim(store, [gate], plan.claim_limit, "bench").jobs:
+            claimed += len(batch)
+            commit(store, [_done(j) for j in batch])
+        return claimed
+
+    what = f"claim+commit with {human(keys)} limit keys"
+    runs = _rates(plan, backend, template, what, jobs, claim_and_commit_all)
     return Row(
         system="trawl", backend=backend.name, workload="claim with limit keys",
         variant=f"{human(keys)} keys", unit="jobs/s", better="higher", runs=runs,
@@ -81,24 +79,33 @@ def _keys(plan: Plan, backend: Backend, template: str, keys: int, jobs: int) -> 
 
 
 def _ttl(plan: Plan, backend: Backend, jobs: int) -> Row:
-    runs = []
     with _seeded(backend, seed.Kind.EXPIRED, jobs) as template:
-        for _ in range(plan.runs):
-            with backend.clone(template, "ttl") as url:
-                store = Store(url)
-                try:
-                    started = time.perf_counter()
-                    claimed = _claim_all(store)
-                    runs.append(claimed / (time.perf_counter() - started))
-                finally:
-                    store.close()
-            if claimed != jobs:
-                raise RuntimeError(f"ttl requeue claimed {claimed} of {jobs} expired results")
-    say(f"  trawl {backend.name} ttl requeue: " + ", ".join(f"{r:,.0f}" for r in runs))
+        runs = _rates(plan, backend, template, "ttl requeue", jobs, _claim_all)
     return Row(
         system="trawl", backend=backend.name, workload="ttl requeue", variant=f"{human(jobs)}",
         unit="jobs/s", better="higher", runs=runs, params={"jobs": jobs},
     )  # fmt: skip
+
+
+def _rates(
+    plan: Plan, backend: Backend, template: str, what: str, jobs: int, act: Callable[[Store], int]
+) -> list[float]:
+    """Per run, on a fresh copy of *template*: jobs per second of ``act(store)``, which
+    returns how many jobs it handled (all *jobs*, or the run is an error)."""
+    runs = []
+    for _ in range(plan.runs):
+        with backend.clone(template, re.sub(r"\W+", "_", what)) as url:
+            store = Store(url)
+            try:
+                started = time.perf_counter()
+                handled = act(store)
+                runs.append(handled / (time.perf_counter() - started))
+            finally:
+                store.close()
+        if handled != jobs:
+            raise RuntimeError(f"{what} handled {handled} of {jobs} jobs")
+    say(f"  trawl {backend.name} {what}: " + ", ".join(f"{r:,.0f}" for r in runs) + " jobs/s")
+    return runs
 
 
 @contextlib.contextmanager
@@ -125,21 +132,12 @@ def _claim_all(store: Store) -> int:
 
 
 def _bump(plan: Plan, backend: Backend, jobs: int) -> Row:
-    runs = []
     bumped = replace(trawl_db.noop_app().tasks[seed.TASK].info(), version="2")
     with _seeded(backend, seed.Kind.DONE, jobs) as template:
-        for _ in range(plan.runs):
-            with backend.clone(template, "bump") as url:
-                store = Store(url)
-                try:
-                    started = time.perf_counter()
-                    requeued = store.register_tasks([bumped])[seed.TASK]
-                    runs.append(requeued / (time.perf_counter() - started))
-                finally:
-                    store.close()
-            if requeued != jobs:
-                raise RuntimeError(f"version bump re-queued {requeued} of {jobs} results")
-    say(f"  trawl {backend.name} version bump: " + ", ".join(f"{r:,.0f}" for r in runs))
+        runs = _rates(
+            plan, backend, template, "version bump", jobs,
+            lambda store: store.register_tasks([bumped])[seed.TASK],
+        )  # fmt: skip
     return Row(
         system="trawl", backend=backend.name, workload="version bump", variant=f"{human(jobs)}",
         unit="jobs/s", better="higher", runs=runs,
