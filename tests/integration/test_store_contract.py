@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
+import psycopg
 import pytest
 import sqlalchemy as sa
 
@@ -33,7 +34,7 @@ from tests.integration.helpers import (
 )
 from trawl.engine.commit import commit
 from trawl.model import effects as fx
-from trawl.model.errors import InvalidItemId, ItemNotFound, UnknownTask
+from trawl.model.errors import DatabaseUnavailable, InvalidItemId, ItemNotFound, UnknownTask
 from trawl.model.ids import MAX_ID_LENGTH, check_id
 from trawl.model.states import JobStatus
 from trawl.store.store import Store
@@ -563,6 +564,29 @@ def test_a_commit_whose_journal_write_fails_is_undone_entirely(
     view = job_of(store, "sku:1")
     assert (view.status, view.result) == (JobStatus.RUNNING, None)
     assert commit_one(store, success(job, {"price": 1})).committed == [job.job_id]
+
+
+@pytest.mark.postgres
+def test_a_connection_lost_at_the_journal_write_is_an_outage_and_writes_nothing(
+    pg_url: str,
+) -> None:
+    with Store(pg_url) as store:
+        store.register_tasks([task()])
+        products(store, "sku:1")
+        before = len(store.journal())
+        pid = store.db.execute(sa.text("SELECT pg_backend_pid()")).scalar()
+        unavailable = pytest.raises(DatabaseUnavailable, match="cannot reach the database")
+        with unavailable, store.db.write():
+            store.items.add_tag("sku:1", "extra", None, now=store.clock())
+            # Journal rows are written last, just before COMMIT: lose the connection after
+            # everything else.
+            with psycopg.connect(pg_url, autocommit=True) as other:
+                other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        # The next call opens a new connection: nothing of the transaction was kept.
+        assert len(store.journal()) == before
+        view = store.get_item("sku:1")
+        assert view is not None
+        assert "extra" not in view.tags
 
 
 # -- bad input ----------------------------------------------------------------------------------

@@ -130,13 +130,15 @@ class Database:
         self._depth = 1
         try:
             yield conn
+            # Inside the try: the journal insert is the transaction's last statement, and
+            # a connection lost here must read as an outage like any other.
+            rows = self._flush_journal(conn)
         except exc.DBAPIError as error:
             self._abort(conn)
             raise translate(self.url, error) from error
         except BaseException:
             self._abort(conn)
             raise
-        rows = self._flush_journal(conn)
         self._depth = 0
         self._run(conn, "COMMIT")
         if rows and self.on_commit is not None:
