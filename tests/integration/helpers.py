@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+import sqlalchemy as sa
 
 from trawl.engine import backoff
 from trawl.engine.commit import commit
@@ -22,6 +26,7 @@ from trawl.store import codec
 from trawl.store.store import Store
 
 START = 1_700_000_000.0
+SQL_LOG = logging.getLogger("trawl.sql")
 LEASE = 60.0
 BACKOFF = 10.0
 
@@ -160,3 +165,28 @@ def journal_kinds(store: Store, since: int = 0) -> list[str]:
 def last_seq(store: Store) -> int:
     entries = store.journal()
     return entries[-1].seq if entries else 0
+
+
+@contextmanager
+def sql_statements() -> Iterator[list[str]]:
+    """Every statement any store sends, in the order the server gets them: those SQLAlchemy
+    runs and the hot-path ones trawl runs at the driver (logged on ``trawl.sql``)."""
+    seen: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record.getMessage())
+
+    def through_sqlalchemy(*args: Any) -> None:
+        seen.append(args[2])
+
+    handler, level = Collect(logging.DEBUG), SQL_LOG.level
+    SQL_LOG.addHandler(handler)
+    SQL_LOG.setLevel(logging.DEBUG)
+    sa.event.listen(sa.Engine, "before_cursor_execute", through_sqlalchemy)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(sa.Engine, "before_cursor_execute", through_sqlalchemy)
+        SQL_LOG.removeHandler(handler)
+        SQL_LOG.setLevel(level)

@@ -5,8 +5,6 @@ Time is a fake clock, so leases, TTLs and backoff are exact without sleeping.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +27,7 @@ from tests.integration.helpers import (
     job_of,
     journal_kinds,
     last_seq,
+    sql_statements,
     success,
     task,
 )
@@ -427,35 +426,56 @@ def test_registering_the_same_version_requeues_nothing(store: Store) -> None:
     assert claim(store) == []
 
 
-@contextmanager
-def counting_statements(store: Store) -> Iterator[list[str]]:
-    seen: list[str] = []
-
-    def count(*args: Any) -> None:
-        seen.append(args[2])
-
-    sa.event.listen(store.db.engine, "before_cursor_execute", count)
-    try:
-        yield seen
-    finally:
-        sa.event.remove(store.db.engine, "before_cursor_execute", count)
-
-
 def test_a_version_bump_is_one_set_based_update_however_many_jobs(store: Store) -> None:
     store.register_tasks([task()])
     products(store, *(f"sku:{n}" for n in range(40)))
     run_to_done(store, *(f"sku:{n}" for n in range(40)))
-    with counting_statements(store) as seen:
+    with sql_statements() as seen:
         assert store.register_tasks([task(version="2")]) == {"price": 40}
     job_updates = [s for s in seen if s.lstrip().upper().startswith("UPDATE JOBS")]
     assert len(job_updates) == 1, seen
+
+
+_ADD_TAG = sa.text("INSERT INTO tags (item_id, name, value) VALUES (:item_id, :name, NULL)")
+_COUNT_TAGS = sa.text("SELECT count(*) FROM tags WHERE item_id = :item_id")
+
+
+def test_a_sent_statement_runs_before_anything_after_it(store: Store) -> None:
+    products(store, "sku:1")
+    with store.db.write():
+        store.db.send(_ADD_TAG, {"item_id": "sku:1", "name": "queued"})
+        # PostgreSQL keeps the insert queued; SQLAlchemy's next statement goes after it.
+        count = store.db.execute(_COUNT_TAGS, {"item_id": "sku:1"}).scalar()
+        assert count == 2
+        store.db.send(_ADD_TAG, {"item_id": "sku:1", "name": "fetched"})
+        assert store.db.fetch(_COUNT_TAGS, {"item_id": "sku:1"}) == [(3,)]
+    assert set(view_tags(store, "sku:1")) == {"product", "queued", "fetched"}
+
+
+def test_a_sent_statement_that_fails_fails_its_transaction_and_writes_nothing(
+    store: Store,
+) -> None:
+    products(store, "sku:1")
+    duplicate = pytest.raises(sa.exc.IntegrityError, match=r"(?i)unique|duplicate")
+    with duplicate, store.db.write():
+        store.db.send(_ADD_TAG, {"item_id": "sku:1", "name": "extra"})
+        store.db.send(_ADD_TAG, {"item_id": "sku:1", "name": "product"})  # already there
+    assert set(view_tags(store, "sku:1")) == {"product"}
+    products(store, "sku:2")  # the connection is usable again
+    assert store.get_item("sku:2") is not None
+
+
+def view_tags(store: Store, item_id: str) -> dict[str, str | None]:
+    view = store.get_item(item_id)
+    assert view is not None
+    return dict(view.tags)
 
 
 def test_a_unit_commits_and_claims_in_one_transaction_without_savepoints(store: Store) -> None:
     store.register_tasks([task()])
     products(store, "sku:1", "sku:2")
     first = claim_one(store)
-    with counting_statements(store) as seen, store.db.unit():
+    with sql_statements() as seen, store.db.unit():
         report = commit(store, [success(first, {"price": 1})])
         (second,) = claim(store)
     assert (report.committed, second.item_id) == ([first.job_id], "sku:2")

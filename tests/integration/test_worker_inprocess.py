@@ -8,10 +8,9 @@ import time
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 import trawl
-from tests.integration.helpers import item, job_of
+from tests.integration.helpers import item, job_of, sql_statements
 from trawl.model.records import FailureRecord
 from trawl.runtime.worker import Worker
 from trawl.store.store import Store
@@ -145,19 +144,11 @@ def test_a_busy_worker_commits_each_batch_in_the_transaction_of_its_next_claim(
         return {"n": ctx.data["n"]}
 
     ids = products(db_url, 64)
-    statements: list[str] = []
-
-    def seen(*args: Any) -> None:
-        statements.append(" ".join(args[2].split()).upper())
-
-    sa.event.listen(sa.Engine, "before_cursor_execute", seen)
-    try:
+    with sql_statements() as seen:
         worker = run(app, db_url)
-    finally:
-        sa.event.remove(sa.Engine, "before_cursor_execute", seen)
     assert worker.stats.done == 64
     kinds: list[set[str]] = []
-    for statement in statements:
+    for statement in (" ".join(s.split()).upper() for s in seen):
         if statement.startswith("BEGIN"):
             kinds.append(set())
         elif kinds and "SET STATUS = 'RUNNING'" in statement:

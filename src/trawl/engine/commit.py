@@ -63,12 +63,12 @@ def commit(store: Store, results: Sequence[AttemptResult]) -> CommitReport:
 def _after(store: Store, done: Sequence[AttemptResult], now: float) -> None:
     """Consequences of the batch for other jobs: dependents wake, failing tasks stop."""
     succeeded = [(r.item_id, r.task, r.changed) for r in done if r.outcome is Outcome.SUCCESS]
-    woken = scheduling.wake_dependents(store.db, succeeded, now)
+    scheduling.wake_dependents(store.db, succeeded, now)  # tells waiting workers itself
     failing = {r.task for r in done if r.outcome is Outcome.FAILURE and not r.apply_on_failure}
     if failing:
         for task in scheduling.stop_failing(store.items, failing, now):
             log.warning("task %s paused: too many unhandled failures", task)
-    if woken or any(r.outcome is Outcome.RELEASED for r in done):
+    if any(r.outcome is Outcome.RELEASED for r in done):
         store.notify()
 
 

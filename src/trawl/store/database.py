@@ -2,7 +2,10 @@
 
 Transactions are issued by hand (the connection runs in autocommit mode) so that SQLite can
 take its write lock up front with ``BEGIN IMMEDIATE`` — one writer, queued by the busy
-timeout — while reads stay plain deferred transactions.
+timeout — while reads stay plain deferred transactions. Hot-path statements go through
+:meth:`Database.send` and :meth:`Database.fetch` (see driver.py): on PostgreSQL a write
+transaction's BEGIN, the statements whose results nobody reads, and its COMMIT travel in
+pipelines with the statements that do return something.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ from sqlalchemy import event, exc
 from trawl.model.errors import DatabaseUnavailable, TrawlError
 from trawl.store import codec, writer_lock
 from trawl.store import url as urls
+from trawl.store.driver import Driver, Statement
 
 Params = Mapping[str, Any]
 
 JOURNAL_LOCK = 0x7472_6177_6C00  # "trawl\0": the advisory lock that orders journal seqs
 _JOURNAL_COLUMNS = ("at", "kind", "item_id", "task", "detail")
 # All of a transaction's journal rows in one statement (seqs follow the list's order).
+JOURNAL_LOCK_SQL = f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})"
 JOURNAL_INSERT_SQLITE = sa.text(
     "INSERT INTO journal (at, kind, item_id, task, detail)"
     " SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4"
@@ -43,6 +48,10 @@ class Database:
         self.url = url
         sa_url, self.dialect = urls.parse(url)
         self.engine = _engine(sa_url, self.dialect)
+        self._driver = Driver(self.engine.dialect)
+        # Whatever reaches the connection through SQLAlchemy (here, in alembic, in a test
+        # holding the connection) goes after the statements queued before it.
+        event.listen(self.engine, "before_cursor_execute", self._before_sqlalchemy)
         # SQLite writers queue on a file lock (see writer_lock.py); PostgreSQL has row locks.
         self._writer = writer_lock.for_database(sa_url.database) if self.is_sqlite else None
         self._conn: sa.Connection | None = None
@@ -62,6 +71,11 @@ class Database:
         if self._conn is None or self._conn.closed or self._conn.invalidated:
             self._conn = self._connect()
         return self._conn
+
+    @property
+    def _raw(self) -> Any:
+        """The DB-API connection under :attr:`conn`."""
+        return self.conn.connection.dbapi_connection
 
     def _connect(self) -> sa.Connection:
         try:
@@ -126,13 +140,16 @@ class Database:
             with self.savepoint():
                 yield conn
             return
-        self._run(conn, begin)
+        if self._driver.pipelined:
+            self._driver.send(self._raw, begin)  # goes out with the first statement
+        else:
+            self._run(conn, begin)
         self._depth = 1
         try:
             yield conn
             # Inside the try: the journal insert is the transaction's last statement, and
             # a connection lost here must read as an outage like any other.
-            rows = self._flush_journal(conn)
+            rows = self._flush_journal()
         except exc.DBAPIError as error:
             self._abort(conn)
             raise translate(self.url, error) from error
@@ -148,7 +165,7 @@ class Database:
         """Queue journal rows; they are written just before this transaction commits."""
         self._journal.extend(dict(row) for row in rows)
 
-    def _flush_journal(self, conn: sa.Connection) -> list[dict[str, Any]]:
+    def _flush_journal(self) -> list[dict[str, Any]]:
         rows, self._journal = self._journal, []
         if not rows:
             return rows
@@ -156,19 +173,20 @@ class Database:
             # Journal seqs must become visible in order, or a reader following the journal
             # from a cursor could pass a seq whose transaction commits later and never see
             # it. Taking the seqs under a lock held until COMMIT orders them; the lock covers
-            # only this insert and the commit, not the work before it.
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})")
+            # only this insert and the commit (one pipeline), not the work before it.
+            self.send(JOURNAL_LOCK_SQL)
         # One JSON array for the whole batch: msgspec encodes it far faster than the driver
         # dumps five arrays element by element.
         batch = codec.dumps([[row[c] for c in _JOURNAL_COLUMNS] for row in rows])
         insert = JOURNAL_INSERT_SQLITE if self.is_sqlite else JOURNAL_INSERT_POSTGRES
-        conn.execute(insert, {"batch": batch})
+        self.send(insert, {"batch": batch})
         return rows
 
     def _abort(self, conn: sa.Connection) -> None:
         self._depth = 0
         self._unit = False
         self._journal = []
+        self._driver.drop()
         try:
             conn.exec_driver_sql("ROLLBACK")
         except Exception:
@@ -182,6 +200,7 @@ class Database:
                 self._conn.close()
         self._conn = None
         self._depth = 0
+        self._driver.drop()
 
     @contextlib.contextmanager
     def savepoint(self) -> Iterator[sa.Connection]:
@@ -195,6 +214,7 @@ class Database:
             yield conn
         except BaseException:
             del self._journal[journaled:]  # what the savepoint undid is not journaled
+            self._driver.drop()  # statements not sent yet are undone by not sending them
             conn.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
             conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
             raise
@@ -203,11 +223,19 @@ class Database:
         conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
 
     def _run(self, conn: sa.Connection, statement: str) -> None:
+        """BEGIN, COMMIT: on PostgreSQL together with what is queued (one round trip)."""
         try:
-            conn.exec_driver_sql(statement)
+            if self._driver.queued:
+                self._driver.fetch(self._raw, statement)
+            else:
+                conn.exec_driver_sql(statement)
         except exc.DBAPIError as error:
             self.reset()
             raise translate(self.url, error) from error
+
+    def _before_sqlalchemy(self, conn: sa.Connection, *_: Any) -> None:
+        if self._driver.queued:
+            self._driver.flush(conn.connection.dbapi_connection)
 
     def execute(
         self, statement: sa.Executable, params: Params | None = None
@@ -217,6 +245,19 @@ class Database:
     def executemany(self, statement: sa.Executable, rows: Sequence[Params]) -> None:
         if rows:
             self.conn.execute(statement, list(rows))
+
+    def fetch(self, statement: Statement, params: Params | None = None) -> list[Any]:
+        """A hot-path statement at the driver, after what is queued; its rows as tuples."""
+        return self._driver.fetch(self._raw, statement, params)
+
+    def send(self, statement: Statement, params: Params | None = None) -> None:
+        """A hot-path statement whose result nobody reads. On PostgreSQL it waits for the
+        next :meth:`fetch`, other statement or COMMIT and travels in the same round trip;
+        an error it raises surfaces there and fails the transaction as usual."""
+        self._driver.send(self._raw, statement, params)
+
+    def send_many(self, statement: Statement, rows: Sequence[Params]) -> None:
+        self._driver.send_many(self._raw, statement, rows)
 
 
 def _engine(sa_url: sa.URL, dialect: urls.Dialect) -> sa.Engine:

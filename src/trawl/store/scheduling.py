@@ -13,6 +13,7 @@ from trawl.model.states import Journal
 from trawl.store import codec
 from trawl.store.database import Database
 from trawl.store.items import Items
+from trawl.store.notify import CHANNEL
 from trawl.store.sql import q
 
 _SET_OPTIONS = q("UPDATE tasks SET max_failures = :max_failures WHERE name = :name")
@@ -82,12 +83,16 @@ def stop_failing(items: Items, tasks: set[str], now: float) -> list[str]:
     return stopped
 
 
+# Driven from task_deps (CROSS JOIN fixes that order on SQLite): with no dependencies
+# declared, which is most apps, every commit's wake-up reads one empty table and stops.
 _WAKE = """
     UPDATE jobs SET due_at = :now, ready = true, waiting = NULL
     WHERE selected AND status <> 'running' AND id IN (
-        SELECT j.id FROM jobs j JOIN task_deps d ON d.task = j.task
-        JOIN ({batch}) AS b ON b.item_id = j.item_id AND b.task = d.depends_on
-        WHERE j.waiting = 'deps' OR (d.on_change AND b.changed))
+        SELECT j.id FROM task_deps d
+        CROSS JOIN ({batch}) AS b
+        CROSS JOIN jobs j
+        WHERE b.task = d.depends_on AND j.item_id = b.item_id AND j.task = d.task
+          AND (j.waiting = 'deps' OR (d.on_change AND b.changed)))
 """
 _WAKE_SQLITE = q(
     _WAKE.format(
@@ -95,21 +100,25 @@ _WAKE_SQLITE = q(
         " FROM json_each(:batch)"
     )
 )
+# Workers waiting for work hear of the woken jobs in the same statement, so the commit
+# needs no answer back from it (it travels in the commit's pipeline).
 _WAKE_POSTGRES = q(
-    _WAKE.format(
+    "WITH woken AS ("
+    + _WAKE.format(
         batch="SELECT e ->> 0 AS item_id, e ->> 1 AS task, CAST(e ->> 2 AS bool) AS changed"
         " FROM jsonb_array_elements(CAST(:batch AS jsonb)) AS u(e)"
     )
+    + f" RETURNING 1) SELECT pg_notify('{CHANNEL}', '') WHERE EXISTS (SELECT 1 FROM woken)"
 )
 
 
-def wake_dependents(db: Database, done: Sequence[tuple[str, str, bool]], now: float) -> int:
+def wake_dependents(db: Database, done: Sequence[tuple[str, str, bool]], now: float) -> None:
     """Jobs waiting on (item, task) results that just committed become due; so do those that
-    re-run when a dependency's result changed."""
+    re-run when a dependency's result changed. On PostgreSQL, waiting workers are told."""
     if not done:
-        return 0
+        return
     params: dict[str, Any] = {"batch": codec.dumps([list(row) for row in done]), "now": now}
-    return int(db.execute(_WAKE_SQLITE if db.is_sqlite else _WAKE_POSTGRES, params).rowcount)
+    db.send(_WAKE_SQLITE if db.is_sqlite else _WAKE_POSTGRES, params)
 
 
 _RELIST = q(

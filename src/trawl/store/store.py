@@ -208,7 +208,7 @@ class Store:
     def promote(self, now: float) -> None:
         """Move jobs whose time has come into the claim index."""
         stmt = claims.PROMOTE_SQLITE if self.is_sqlite else claims.PROMOTE_POSTGRES
-        self.db.execute(stmt, {"now": now})
+        self.db.send(stmt, {"now": now})
 
     def claim_due(self, tasks: dict[str, float], limit: int, owner: str, now: float) -> list[Any]:
         """The one-statement claim (inside the caller's transaction); rows for claimed()."""
@@ -220,7 +220,7 @@ class Store:
         else:
             stmt = claims.CLAIM_POSTGRES
             params = base | {"tasks": names, "timeouts": timeouts}
-        return list(self.db.execute(stmt, params).all())
+        return self.db.fetch(stmt, params)
 
     def lease(self, chosen: Sequence[tuple[int, float]], owner: str, now: float) -> list[Any]:
         """Lease jobs a gated claim chose: (job id, lease seconds) pairs."""
@@ -228,7 +228,7 @@ class Store:
             return []
         params = transitions.batch_params(self.is_sqlite, ("id", "timeout"), chosen)
         stmt = claims.LEASE_SQLITE if self.is_sqlite else claims.LEASE_POSTGRES
-        return list(self.db.execute(stmt, params | {"now": now, "owner": owner}).all())
+        return self.db.fetch(stmt, params | {"now": now, "owner": owner})
 
     def peek_due(self, tasks: dict[str, Sequence[str]], limit: int) -> list[ClaimedJob]:
         """The jobs a claim would take next, without leasing them (for dry runs). *tasks*
@@ -310,7 +310,7 @@ class Store:
         )
         with self.db.write():
             params["now"] = self.clock()
-            return set(self.db.execute(stmt, params).scalars())
+            return {row[0] for row in self.db.fetch(stmt, params)}
 
     def apply_outcomes(self, rows: Sequence[Sequence[Any]], now: float) -> set[tuple[int, int]]:
         """Fenced transitions for a batch (inside the caller's transaction): the (job id,
@@ -324,10 +324,10 @@ class Store:
         stmt = transitions.statement(
             self.is_sqlite, transitions.COMMIT_SQLITE, transitions.COMMIT_POSTGRES
         )
-        return {(job_id, attempt) for job_id, attempt in self.db.execute(stmt, params)}
+        return {(job_id, attempt) for job_id, attempt in self.db.fetch(stmt, params)}
 
     def record_failures(self, rows: Sequence[dict[str, Any]]) -> None:
-        self.db.executemany(_FAILURE, rows)
+        self.db.send_many(_FAILURE, rows)
 
     def journal_many(self, rows: Sequence[dict[str, Any]]) -> None:
         self.db.journal(rows)
@@ -338,7 +338,7 @@ class Store:
 
     def _notify(self) -> None:
         if not self.is_sqlite:
-            self.db.execute(NOTIFY)
+            self.db.send(NOTIFY)
 
     # -- reads ----------------------------------------------------------------------------
 
