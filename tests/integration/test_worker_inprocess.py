@@ -102,6 +102,8 @@ def test_a_task_that_runs_past_its_timeout_is_recorded_as_failed(db_url: str) ->
     [failure] = failures(db_url)
     assert (failure.item_id, failure.error_type) == ("sku:1", "TaskTimeout")
     assert "task 'price' exceeded its timeout of 0.3s" in failure.message
+    ran = float(failure.message.rsplit("(ran ", 1)[1].rstrip("s)"))
+    assert 0.3 <= ran < 1.0, failure.message  # stopped soon after its deadline, not before
     assert sorted(i for i, r in results(db_url, ids).items() if r == {"ok": True}) == [
         "sku:0",
         "sku:2",

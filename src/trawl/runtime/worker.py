@@ -85,6 +85,8 @@ class Worker:
             for d in self.defs.values()
         ]
         self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
+        # When each running async attempt times out (monotonic); the watchdog enforces it.
+        self._deadlines: dict[int, float] = {}
         self._pending: list[AttemptResult] = []
         self._committing: list[AttemptResult] = []
         self._commits = 0
@@ -144,6 +146,7 @@ class Worker:
     async def _serve(self, store: Store) -> None:
         helpers = [
             asyncio.create_task(self._heartbeat_loop(store)),
+            asyncio.create_task(self._watchdog_loop()),
             asyncio.create_task(self._progress_loop()),
         ]
         try:
@@ -275,6 +278,7 @@ class Worker:
             result = self._result(d, job, ctx, Outcome.RELEASED)
         finally:
             self._running.pop(job.job_id, None)
+            self._deadlines.pop(job.job_id, None)
             self.stats.running = len(self._running)
         if self.hooks.ticks:
             self.hooks.tick_end(job, result)
@@ -288,9 +292,10 @@ class Worker:
         started = time.monotonic()
         try:
             if d.is_async:
-                # asyncio.timeout, not wait_for: wait_for wraps the call in a second task.
-                async with asyncio.timeout(d.timeout):
-                    value = await d.fn(ctx)
+                # The watchdog cancels it past its deadline: one timer for every attempt
+                # instead of a timer handle made and cancelled per job.
+                self._deadlines[job.job_id] = started + d.timeout
+                value = await d.fn(ctx)
             else:
                 # A thread cannot be cancelled: wait_for abandons its future and leaves this
                 # task uncancelled.
@@ -416,6 +421,21 @@ class Worker:
                 # its commit says itself whether the lease was lost.
                 if job_id not in kept and job_id in self._running:
                     log.warning("lease lost on job %d attempt %d", job_id, attempt)
+
+    async def _watchdog_loop(self) -> None:
+        """Cancel async attempts that ran past their task's timeout; ``_attempt`` records
+        the cancellation as a TaskTimeout failure. Checked every twentieth of the shortest
+        timeout (50 ms to 1 s), so an attempt is stopped at most that late."""
+        tick = max(0.05, min(1.0, min(self._leases.values(), default=20.0) / 20))
+        while True:
+            await asyncio.sleep(tick)
+            now = time.monotonic()
+            late = [job_id for job_id, deadline in self._deadlines.items() if deadline <= now]
+            for job_id in late:
+                del self._deadlines[job_id]
+                running = self._running.get(job_id)
+                if running is not None:
+                    running[1].cancel()
 
     async def _progress_loop(self) -> None:
         if self._on_progress is None:
