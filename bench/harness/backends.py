@@ -15,19 +15,22 @@ from typing import Any, Protocol
 import psycopg
 import sqlalchemy as sa
 
+from harness import postgres
 from harness.postgres import Server
 
-# The durability both systems get on SQLite: trawl's default pragmas, applied to raw SQL too.
-SQLITE_PRAGMAS = (
-    "journal_mode=WAL",
-    "synchronous=NORMAL",
-    "busy_timeout=60000",
-    "cache_size=-65536",
-)
+# What every system gets on SQLite: trawl's pragmas, applied to raw SQL and huey too, with
+# the backend's synchronous level.
+SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=60000", "cache_size=-65536")
+
+
+def sqlite_pragmas(synchronous: str) -> tuple[str, ...]:
+    return (*SQLITE_PRAGMAS, f"synchronous={synchronous}")
 
 
 class Backend(Protocol):
-    name: str
+    name: str  # what rows say: "sqlite", "sqlite-full", "postgresql"
+    dialect: str  # the SQL it speaks: "sqlite" or "postgresql"
+    synchronous: str | None  # SQLite's level; None on PostgreSQL (its server settings rule)
 
     def database(self, prefix: str) -> contextlib.AbstractContextManager[str]:
         """A new empty database; yields its URL and removes it afterwards."""
@@ -43,9 +46,17 @@ class Backend(Protocol):
 
 
 class SQLite:
-    name = "sqlite"
+    """SQLite files in WAL mode. ``synchronous=NORMAL`` (trawl's default, backend ``sqlite``)
+    syncs the WAL at checkpoints: a process crash loses nothing, a power cut may lose the
+    last commits. ``FULL`` (backend ``sqlite-full``) syncs it at every commit, as huey's
+    storage does by default and as PostgreSQL with fsync and synchronous_commit on does."""
 
-    def __init__(self) -> None:
+    dialect = "sqlite"
+
+    def __init__(self, synchronous: str = "NORMAL") -> None:
+        self.synchronous = synchronous
+        self.name = "sqlite" if synchronous == "NORMAL" else f"sqlite-{synchronous.lower()}"
+        self.pragmas = sqlite_pragmas(synchronous)
         self.dir = Path(tempfile.mkdtemp(prefix="trawl-bench-sqlite-"))
 
     def _path(self, prefix: str) -> Path:
@@ -55,9 +66,14 @@ class SQLite:
     def database(self, prefix: str) -> Iterator[str]:
         path = self._path(prefix)
         try:
-            yield f"sqlite:///{path}"
+            yield self._url(path)
         finally:
             _remove_sqlite(path)
+
+    def _url(self, path: Path) -> str:
+        """trawl takes the level from the URL (``?synchronous=FULL``)."""
+        query = "" if self.synchronous == "NORMAL" else f"?synchronous={self.synchronous}"
+        return f"sqlite:///{path}{query}"
 
     @contextlib.contextmanager
     def clone(self, url: str, prefix: str) -> Iterator[str]:
@@ -67,13 +83,13 @@ class SQLite:
         path = self._path(prefix)
         shutil.copyfile(source, path)
         try:
-            yield f"sqlite:///{path}"
+            yield self._url(path)
         finally:
             _remove_sqlite(path)
 
     def raw(self, url: str) -> sqlite3.Connection:
         conn = sqlite3.connect(sa.make_url(url).database or "", isolation_level=None)
-        for pragma in SQLITE_PRAGMAS:
+        for pragma in self.pragmas:
             conn.execute(f"PRAGMA {pragma}")
         return conn
 
@@ -87,7 +103,8 @@ def _remove_sqlite(path: Path) -> None:
 
 
 class PostgreSQL:
-    name = "postgresql"
+    name = dialect = "postgresql"
+    synchronous = None
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -109,3 +126,11 @@ class PostgreSQL:
 
     def close(self) -> None:
         self.server.close()
+
+
+def open_backend(name: str) -> SQLite | PostgreSQL:
+    """``sqlite``, ``sqlite-full`` or ``postgresql`` (BENCH_PG, the local server, or a
+    throwaway cluster)."""
+    if name.startswith("sqlite"):
+        return SQLite("FULL" if name == "sqlite-full" else "NORMAL")
+    return PostgreSQL(postgres.connect())

@@ -54,7 +54,11 @@ def describe(plan: Plan, chosen: list[str], started: float, errors: list[str]) -
         },
         "python": sys.version.split()[0],
         "worker_driver": workers.driver(),
-        "sqlite": {"version": sqlite3.sqlite_version, "pragmas": list(SQLITE_PRAGMAS)},
+        "sqlite": {
+            "version": sqlite3.sqlite_version,
+            "pragmas": list(SQLITE_PRAGMAS),
+            "synchronous": {"sqlite": "NORMAL", "sqlite-full": "FULL"},
+        },
         "postgresql": dict(_postgres),
         "errors": errors,
     }

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from harness import backends, postgres, seed, trawl_db, workers
+from harness import backends, seed, trawl_db, workers
 from harness.plan import Plan
 from harness.progress import say
 from harness.report import RESULTS
@@ -38,7 +38,7 @@ def main(chosen: list[str], plan: Plan) -> int:
         assert spy is not None
     jobs = max(plan.process_jobs, 20_000)
     for name in chosen:
-        backend = backends.SQLite() if name == "sqlite" else backends.PostgreSQL(postgres.connect())
+        backend = backends.open_backend(name)
         try:
             raw = _record(spy, backend, jobs, plan.concurrency)
         finally:
@@ -59,12 +59,7 @@ def _record(spy: str, backend: backends.Backend, jobs: int, concurrency: int) ->
     out = RESULTS / f"profile-{backend.name}.raw"
     with backend.database("profile") as url:
         trawl_db.prepare(url)
-        conn = backend.raw(url)
-        try:
-            seed.seed(conn, backend.name, [(seed.Kind.DUE, 1, jobs)])
-            seed.analyze(conn, backend.name)
-        finally:
-            conn.close()
+        seed.fill(backend, url, [(seed.Kind.DUE, 1, jobs)])
         say(f"profiling a worker on {jobs} no-op jobs ({backend.name})")
         command = [
             spy,

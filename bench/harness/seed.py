@@ -3,20 +3,33 @@
 The rows are the ones ``Store.add_items`` makes for an item tagged ``noop`` (or, for
 ``DONE``, what a successful commit leaves with a TTL far in the future), minus the journal
 rows of their creation, which no benchmark reads.
+
+Item ``bench:<n>`` (n zero-padded to nine digits, so ids arrive in key order and
+primary-key inserts append) has job id n. Secondary indexes are dropped first and rebuilt
+after (a sort is much faster than a million index insertions). PostgreSQL skips the
+foreign-key triggers (the rows are consistent by construction) and fills the four tables
+two at a time on two connections, then gets ``VACUUM ANALYZE`` (what autovacuum would have
+done by then); SQLite writes without a journal meanwhile (the database is new: nothing to
+roll back to), is back in WAL mode after, and gets no ``ANALYZE``, as a user's database
+has none.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
+
+from harness.backends import Backend
 
 TAG = "noop"
 TASK = "noop"
 FAR = 10 * 365 * 86400.0  # a TTL that never passes during a run
 CHUNK = 1_000_000
+
+Batch = tuple["Kind", int, int]  # (kind, first n, count)
 
 
 class Kind(enum.Enum):
@@ -25,26 +38,36 @@ class Kind(enum.Enum):
     EXPIRED = "expired"  # done, its TTL just passed: due, waiting in jobs_pending
 
 
+def fill(backend: Backend, url: str, batches: Sequence[Batch]) -> None:
+    """Insert, per ``(kind, first, count)``, items for n from *first* with their ``noop``
+    job into the (migrated, empty) database at *url*."""
+    if backend.dialect == "sqlite":
+        _fill_sqlite(backend, url, batches)
+    else:
+        _fill_postgres(backend, url, batches)
+
+
 def _jobs_select(kind: Kind, ident: str) -> str:
     if kind is Kind.DUE:
         return (
-            f"SELECT {ident}, '{TASK}', 'queued', :now, true, 0, NULL, 0, false, true,"
+            f"SELECT g, {ident}, '{TASK}', 'queued', :now, true, 0, NULL, 0, false, true,"
             " NULL, NULL, NULL, NULL, NULL, NULL, 0"
         )
     until = ":far" if kind is Kind.DONE else ":now"
     return (
-        f"SELECT {ident}, '{TASK}', 'done', {until}, false, 1, NULL, 0, true, true,"
+        f"SELECT g, {ident}, '{TASK}', 'done', {until}, false, 1, NULL, 0, true, true,"
         f" '{{}}', '1', :now, {until}, NULL, true, 0"
     )
 
 
 _JOB_COLUMNS = (
-    "item_id, task, status, due_at, ready, attempt, owner, niceness, ever_run, selected,"
+    "id, item_id, task, status, due_at, ready, attempt, owner, niceness, ever_run, selected,"
     " result, result_version, result_at, expires_at, ttl, succeeded, fail_count"
 )
 
 
 def _statements(kind: Kind, ident: str) -> list[str]:
+    """items, aliases, tags, jobs: each ``INSERT ... SELECT ... FROM s`` over the series."""
     data = "'{\"n\":' || g || '}'"
     return [
         f"INSERT INTO items (id, data, created_by, created_at, updated_at)"
@@ -55,89 +78,114 @@ def _statements(kind: Kind, ident: str) -> list[str]:
     ]
 
 
-def seed(conn: Any, backend: str, batches: list[tuple[Kind, int, int]]) -> None:
-    """Insert, per ``(kind, first, count)``, items ``bench:<n>`` for n from *first* with their
-    ``noop`` job. Secondary indexes are dropped first and rebuilt after (a sort is much faster
-    than a million index insertions); PostgreSQL skips the foreign-key triggers (the rows are
-    consistent by construction)."""
-    now = time.time()
-    with _without_indexes(conn, backend):
-        for kind, first, count in batches:
-            for lo in range(first, first + count, CHUNK):
-                hi = min(first + count, lo + CHUNK) - 1
-                if backend == "sqlite":
-                    _seed_sqlite(conn, kind, lo, hi, now)
-                else:
-                    _seed_postgres(conn, kind, lo, hi, now)
+def _chunks(batches: Sequence[Batch]) -> Iterator[tuple[Kind, int, int]]:
+    """(kind, lo, hi) ranges of at most CHUNK rows (hi included)."""
+    for kind, first, count in batches:
+        for lo in range(first, first + count, CHUNK):
+            yield kind, lo, min(first + count, lo + CHUNK) - 1
 
 
-@contextlib.contextmanager
-def _without_indexes(conn: Any, backend: str) -> Iterator[None]:
-    if backend == "sqlite":
-        rows = conn.execute(_SQLITE_INDEXES).fetchall()
-    else:
-        conn.execute("SET session_replication_role = replica")
-        conn.execute("SET maintenance_work_mem = '256MB'")
-        rows = conn.execute(_POSTGRES_INDEXES).fetchall()
-    drops = [f"DROP INDEX {name}" for name, _ in rows]
-    creates = [sql for _, sql in rows]
-    if backend != "sqlite":
-        drops.append("ALTER TABLE jobs DROP CONSTRAINT jobs_item_task")
-        creates.append("ALTER TABLE jobs ADD CONSTRAINT jobs_item_task UNIQUE (item_id, task)")
-    _run_all(conn, backend, drops)
-    yield
-    _run_all(conn, backend, creates)
-    if backend != "sqlite":
-        conn.execute("RESET session_replication_role")
-        conn.commit()
-
+# -- SQLite ------------------------------------------------------------------------------
 
 _SQLITE_INDEXES = (
     "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
     " AND tbl_name IN ('items', 'aliases', 'tags', 'jobs')"
 )
+_SQLITE_SERIES = "WITH RECURSIVE s(g) AS (SELECT :lo UNION ALL SELECT g + 1 FROM s WHERE g < :hi) "
+
+
+def _fill_sqlite(backend: Backend, url: str, batches: Sequence[Batch]) -> None:
+    conn = backend.raw(url)
+    try:
+        conn.execute("PRAGMA journal_mode=OFF")
+        indexes = conn.execute(_SQLITE_INDEXES).fetchall()
+        _in_transaction(conn, [f"DROP INDEX {name}" for name, _ in indexes])
+        now = time.time()
+        for kind, lo, hi in _chunks(batches):
+            params = {"lo": lo, "hi": hi, "now": now, "far": now + FAR}
+            conn.execute("BEGIN IMMEDIATE")
+            for statement in _statements(kind, "'bench:' || printf('%09d', g)"):
+                head, _, select = statement.partition(" SELECT ")
+                conn.execute(f"{head} {_SQLITE_SERIES} SELECT {select}", params)
+            conn.execute("COMMIT")
+        _in_transaction(conn, [sql for _, sql in indexes])
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
+
+
+def _in_transaction(conn: Any, statements: list[str]) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    for statement in statements:
+        conn.execute(statement)
+    conn.execute("COMMIT")
+
+
+# -- PostgreSQL --------------------------------------------------------------------------
+
 _POSTGRES_INDEXES = (
     "SELECT i.indexname, i.indexdef FROM pg_indexes i"
     " WHERE i.schemaname = current_schema() AND i.tablename IN ('items', 'aliases', 'tags', 'jobs')"
     " AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)"
 )
+_POSTGRES_SERIES = "WITH s(g) AS (SELECT generate_series(%(lo)s::bigint, %(hi)s::bigint)) "
+_UNIQUE = "jobs_item_task UNIQUE (item_id, task)"
 
 
-def _run_all(conn: Any, backend: str, statements: list[str]) -> None:
-    if backend == "sqlite":
-        conn.execute("BEGIN IMMEDIATE")
+def _fill_postgres(backend: Backend, url: str, batches: Sequence[Batch]) -> None:
+    conns = [backend.raw(url), backend.raw(url)]
+    try:
+        for conn in conns:
+            conn.execute("SET session_replication_role = replica")
+            conn.execute("SET maintenance_work_mem = '256MB'")
+        first = conns[0]
+        indexes = first.execute(_POSTGRES_INDEXES).fetchall()
+        drops = [f"DROP INDEX {name}" for name, _ in indexes]
+        _commit(first, [*drops, f"ALTER TABLE jobs DROP CONSTRAINT {_UNIQUE.split()[0]}"])
+        now = time.time()
+        for kind, lo, hi in _chunks(batches):
+            statements = [
+                _POSTGRES_SERIES + s.replace(":now", "%(now)s").replace(":far", "%(far)s")
+                for s in _statements(kind, "'bench:' || lpad(CAST(g AS text), 9, '0')")
+            ]
+            params = {"lo": lo, "hi": hi, "now": now, "far": now + FAR}
+            # items and aliases on one connection, tags and jobs on the other, at once
+            _parallel([(conns[0], statements[:2], params), (conns[1], statements[2:], params)])
+        # jobs' indexes on one connection, the other tables' on the other (an index build
+        # locks its table against the ADD CONSTRAINT, so one table stays on one connection)
+        on_jobs = [sql for name, sql in indexes if name.startswith("jobs_")]
+        others = [sql for name, sql in indexes if not name.startswith("jobs_")]
+        on_jobs.append(f"ALTER TABLE jobs ADD CONSTRAINT {_UNIQUE}")
+        _parallel([(conns[0], others, {}), (conns[1], on_jobs, {})])
+        first.execute("SELECT setval(pg_get_serial_sequence('jobs', 'id'), max(id)) FROM jobs")
+        first.commit()
+        first.autocommit = True
+        first.execute("VACUUM ANALYZE")
+    finally:
+        for conn in conns:
+            conn.close()
+
+
+def _commit(conn: Any, statements: list[str], params: dict[str, Any] | None = None) -> None:
     for statement in statements:
-        conn.execute(statement)
-    if backend == "sqlite":
-        conn.execute("COMMIT")
-    else:
-        conn.commit()
-
-
-def _seed_sqlite(conn: Any, kind: Kind, lo: int, hi: int, now: float) -> None:
-    series = "WITH RECURSIVE s(g) AS (SELECT :lo UNION ALL SELECT g + 1 FROM s WHERE g < :hi) "
-    params = {"lo": lo, "hi": hi, "now": now, "far": now + FAR}
-    conn.execute("BEGIN IMMEDIATE")
-    for statement in _statements(kind, "'bench:' || g"):
-        head, _, select = statement.partition(" SELECT ")
-        conn.execute(f"{head} {series} SELECT {select}", params)
-    conn.execute("COMMIT")
-
-
-def _seed_postgres(conn: Any, kind: Kind, lo: int, hi: int, now: float) -> None:
-    params = {"lo": lo, "hi": hi, "now": now, "far": now + FAR}
-    series = "WITH s(g) AS (SELECT generate_series(%(lo)s::bigint, %(hi)s::bigint)) "
-    for statement in _statements(kind, "'bench:' || g"):
-        text = statement.replace(":now", "%(now)s").replace(":far", "%(far)s")
-        conn.execute(series + text, params)
+        conn.execute(statement, params or None)
     conn.commit()
 
 
-def analyze(conn: Any, backend: str) -> None:
-    """PostgreSQL: the statistics and visibility map autovacuum would have made by now.
-    SQLite has no automatic ANALYZE, so it gets none (what a user's database has)."""
-    if backend == "sqlite":
-        return
-    conn.autocommit = True
-    conn.execute("VACUUM ANALYZE")
-    conn.autocommit = False
+def _parallel(work: list[tuple[Any, list[str], dict[str, Any]]]) -> None:
+    """Each (connection, statements, params) in a thread of its own; re-raise any error."""
+    errors: list[BaseException] = []
+
+    def run(conn: Any, statements: list[str], params: dict[str, Any]) -> None:
+        try:
+            _commit(conn, statements, params)
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=item) for item in work]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]

@@ -4,6 +4,7 @@ from the first job leaving the queue until the queue and the unacked set are emp
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -27,6 +28,11 @@ def noop(sleep: bool = False) -> None:
 
 def main() -> None:
     args = arguments()
+    for _ in args.targets:  # the queue lives in Redis: each run empties it first
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     r = redis.Redis.from_url(app.conf.broker_url)
     r.delete(QUEUE, "unacked", "unacked_index")
     sleep = args.workload == "sleep"

@@ -1,5 +1,11 @@
 """Shared by the peer scripts (run in bench/.peers-venv, never with trawl importable):
-read the arguments, print one JSON result line."""
+read the arguments, print one JSON result line per run.
+
+``SCRIPT WORKLOAD JOBS TARGET [TARGET ...]``: one run per target, each a fresh database
+the harness made (a PostgreSQL URL, or an SQLite file path for huey; ``-`` where the peer
+keeps its queue elsewhere). One process does all runs of a row, so the interpreter and
+the peer's imports are paid once, not once a run; no run's timed span includes them.
+"""
 
 from __future__ import annotations
 
@@ -12,15 +18,15 @@ import time
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
     parser.add_argument("workload", choices=("enqueue-single", "enqueue-batch", "noop", "sleep"))
-    parser.add_argument("url")
     parser.add_argument("jobs", type=int)
+    parser.add_argument("targets", nargs="+", help="one fresh database per run")
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--concurrency", type=int, default=1)
     return parser.parse_args()
 
 
 def report(jobs: int, seconds: float, **extra: object) -> None:
-    """The one line the harness reads: jobs per second over the timed span."""
+    """The line the harness reads for one run: jobs per second over the timed span."""
     print(json.dumps({"jobs": jobs, "seconds": seconds, "rate": jobs / seconds, **extra}))
     sys.stdout.flush()
 

@@ -1,7 +1,8 @@
-"""huey with SQLite storage (WAL, synchronous=NORMAL like trawl): enqueue one by one (huey
-has no bulk enqueue; "batch" wraps the loop in one transaction... no: huey commits each
-enqueue, so both loops are per job); process by a ``huey_consumer`` subprocess, timed from the
-first job leaving the queue until it is empty."""
+"""huey with SQLite storage (WAL, with the synchronous level trawl gets in the same run,
+``BENCH_SQLITE_SYNC``): enqueue one by one (huey has no bulk enqueue and commits each
+enqueue, so both enqueue rows are per job); process by a ``huey_consumer`` subprocess, timed
+from the first job leaving the queue until it is empty. Each run's target is the path of
+a fresh database file."""
 
 from __future__ import annotations
 
@@ -15,34 +16,45 @@ from common import Span, arguments, report
 from huey import SqliteHuey
 from huey.storage import SqliteStorage
 
+SYNCHRONOUS = os.environ.get("BENCH_SQLITE_SYNC", "NORMAL")
 
-class NormalSyncStorage(SqliteStorage):
-    """huey's SQLite storage with trawl's durability: WAL and synchronous=NORMAL (huey's own
-    default leaves SQLite's FULL in place; its ``fsync`` flag offers only FULL or OFF)."""
+
+class SyncLevelStorage(SqliteStorage):
+    """huey's SQLite storage at the synchronous level trawl runs with (huey's own default
+    leaves SQLite's FULL in place; its ``fsync`` flag offers only FULL or OFF)."""
 
     def _create_connection(self):  # type: ignore[no-untyped-def]
         conn = super()._create_connection()
-        conn.execute("pragma synchronous=NORMAL")
+        conn.execute(f"pragma synchronous={SYNCHRONOUS}")
         return conn
 
 
-huey = SqliteHuey(
-    "bench",
-    filename=os.environ.get("BENCH_HUEY_DB", "huey.db"),
-    storage_class=NormalSyncStorage,
-    journal_mode="wal",
-    timeout=60,
-)
+def make_huey(filename: str):  # type: ignore[no-untyped-def]
+    """A huey on *filename* and its ``noop`` task."""
+    huey = SqliteHuey(
+        "bench", filename=filename, storage_class=SyncLevelStorage, journal_mode="wal", timeout=60
+    )
+
+    @huey.task(name="noop")
+    def noop(sleep: bool = False) -> None:
+        if sleep:
+            time.sleep(0.01)
+
+    return huey, noop
 
 
-@huey.task(name="noop")
-def noop(sleep: bool = False) -> None:
-    if sleep:
-        time.sleep(0.01)
+# What the consumer imports (``huey_peer.huey``): the database of the run it serves.
+huey, _ = make_huey(os.environ.get("BENCH_HUEY_DB", "huey.db"))
 
 
 def main() -> None:
     args = arguments()
+    for path in args.targets:
+        run(args, path)
+
+
+def run(args, path: str) -> None:  # type: ignore[no-untyped-def]
+    _, noop = make_huey(path)
     sleep = args.workload == "sleep"
     with Span() as span:
         for _ in range(args.jobs):
@@ -62,22 +74,22 @@ def main() -> None:
             "-q",
         ],
         cwd=os.path.dirname(os.path.abspath(__file__)),
-        env=os.environ | {"BENCH_HUEY_DB": huey.storage.filename},
+        env=os.environ | {"BENCH_HUEY_DB": path},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        seconds, counted = _drain(args.jobs)
+        seconds, counted = _drain(path, args.jobs)
     finally:
         consumer.terminate()
         consumer.wait(30)
     report(counted, seconds, worker_type="thread")
 
 
-def _pending() -> int:
+def _pending(path: str) -> int:
     """Queue length read on a short-lived connection of our own (huey's shared one, polled
     in a loop, starved the consumer's writes to ~10 jobs/s)."""
-    conn = sqlite3.connect(huey.storage.filename, timeout=60)
+    conn = sqlite3.connect(path, timeout=60)
     try:
         return int(
             conn.execute("SELECT count(*) FROM task WHERE queue = ?", ("bench",)).fetchone()[0]
@@ -86,12 +98,12 @@ def _pending() -> int:
         conn.close()
 
 
-def _drain(jobs: int) -> tuple[float, int]:
+def _drain(path: str, jobs: int) -> tuple[float, int]:
     start = None
     started_at = jobs
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
-        left = _pending()
+        left = _pending(path)
         if start is None and left < jobs:
             start, started_at = time.perf_counter(), left
         if left == 0:

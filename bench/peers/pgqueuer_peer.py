@@ -3,6 +3,7 @@ at a given batch size (``QueueExecutionMode.drain``)."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from datetime import timedelta
 
@@ -17,7 +18,19 @@ from pgqueuer.types import QueueExecutionMode
 
 async def main() -> None:
     args = arguments()
-    conn = await asyncpg.connect(args.url)
+    for url in args.targets:
+        await run(args, url)
+
+
+async def run(args: argparse.Namespace, url: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        await measure(args, conn)
+    finally:
+        await conn.close()
+
+
+async def measure(args: argparse.Namespace, conn: asyncpg.Connection) -> None:
     queries = Queries(AsyncpgDriver(conn))
     await queries.install()
     if args.workload == "enqueue-single":

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 
 import procrastinate
@@ -11,7 +12,12 @@ from common import Span, arguments, report
 
 async def main() -> None:
     args = arguments()
-    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=args.url))
+    for url in args.targets:
+        await run(args, url)
+
+
+async def run(args: argparse.Namespace, url: str) -> None:
+    app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=url))
     sleep = args.workload == "sleep"
 
     @app.task(name="noop")

@@ -97,12 +97,7 @@ def _size(plan: Plan, backend: Backend, size: int) -> tuple[Row, Row]:
 
 def _seed(backend: Backend, url: str, size: int, due: int) -> None:
     trawl_db.prepare(url)
-    conn = backend.raw(url)
-    try:
-        seed.seed(conn, backend.name, [(seed.Kind.DONE, 1, size), (seed.Kind.DUE, size + 1, due)])
-        seed.analyze(conn, backend.name)
-    finally:
-        conn.close()
+    seed.fill(backend, url, [(seed.Kind.DONE, 1, size), (seed.Kind.DUE, size + 1, due)])
 
 
 def _claims(store: Store, plan: Plan, calls: int) -> list[float]:

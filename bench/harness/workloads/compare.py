@@ -9,11 +9,12 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
 from harness import redis_server, trawl_db, workers
-from harness.backends import SQLITE_PRAGMAS, Backend
+from harness.backends import Backend
 from harness.plan import Plan
 from harness.progress import say
 from harness.rows import Row
@@ -24,8 +25,9 @@ C = peers.SLEEP_CONCURRENCY
 
 
 def run(plan: Plan, backend: Backend) -> list[Row]:
-    rows = _trawl_sleep(plan, backend)
-    if backend.name == "postgresql":
+    # At synchronous=FULL only the no-op rows: sleeping jobs wait on the clock, not the disk.
+    rows = [] if backend.synchronous == "FULL" else _trawl_sleep(plan, backend)
+    if backend.dialect == "postgresql":
         rows += _postgres_peers(plan, backend)
         try:
             rows += _celery(plan, backend)
@@ -40,7 +42,7 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
 def _sizes(plan: Plan) -> tuple[int, int, int]:
     """(no-op jobs, sleep jobs, jobs for slow systems) for this plan."""
     quick = plan.name == "quick"
-    return plan.process_jobs, (1_000 if quick else 20_000), (500 if quick else 2_000)
+    return plan.process_jobs, (1_000 if quick else 20_000), (300 if quick else 2_000)
 
 
 def _trawl_sleep(plan: Plan, backend: Backend) -> list[Row]:
@@ -69,222 +71,63 @@ def _trawl_sleep(plan: Plan, backend: Backend) -> list[Row]:
 
 def _postgres_peers(plan: Plan, backend: Backend) -> list[Row]:
     noop, sleep, slow = _sizes(plan)
-    m = peers.measure
+    single, batch = plan.enqueue_single, plan.enqueue_batch
+    specs = [
+        ("pgqueuer", "enqueue single", "enqueue() per job", single, "enqueue-single", {}),
+        ("pgqueuer", "enqueue batch", "one enqueue() call", batch, "enqueue-batch", {}),
+        ("pgqueuer", "process no-op", "batch 10", noop, "noop", {"batch": 10}),
+        ("pgqueuer", "process no-op", "batch 100", noop, "noop", {"batch": 100}),
+        ("pgqueuer", SLEEP, f"batch 8, max {C} in flight", sleep, "sleep",
+         {"batch": 8, "concurrency": C}),
+        ("procrastinate", "enqueue single", "defer_async per job", single, "enqueue-single", {}),
+        ("procrastinate", "enqueue batch", "batch_defer_async", batch, "enqueue-batch", {}),
+        ("procrastinate", "process no-op", "concurrency 1", slow, "noop", {"concurrency": 1}),
+        ("procrastinate", "process no-op", "concurrency 16", slow, "noop", {"concurrency": 16}),
+        ("procrastinate", SLEEP, f"concurrency {C}", slow, "sleep", {"concurrency": C}),
+    ]  # fmt: skip
     return [
-        m(
-            plan,
-            backend,
-            "pgqueuer",
-            "enqueue single",
-            "enqueue() per job",
-            plan.enqueue_single,
-            "enqueue-single",
-            {},
-        ),
-        m(
-            plan,
-            backend,
-            "pgqueuer",
-            "enqueue batch",
-            "one enqueue() call",
-            plan.enqueue_batch,
-            "enqueue-batch",
-            {},
-        ),
-        m(
-            plan,
-            backend,
-            "pgqueuer",
-            "process no-op",
-            "batch 10",
-            noop,
-            "noop",
-            {"batch": 10},
-            batch=10,
-        ),
-        m(
-            plan,
-            backend,
-            "pgqueuer",
-            "process no-op",
-            "batch 100",
-            noop,
-            "noop",
-            {"batch": 100},
-            batch=100,
-        ),
-        m(
-            plan,
-            backend,
-            "pgqueuer",
-            SLEEP,
-            f"batch 8, max {C} in flight",
-            sleep,
-            "sleep",
-            {"batch": 8, "concurrency": C},
-            batch=8,
-            concurrency=C,
-        ),
-        m(
-            plan,
-            backend,
-            "procrastinate",
-            "enqueue single",
-            "defer_async per job",
-            plan.enqueue_single,
-            "enqueue-single",
-            {},
-        ),
-        m(
-            plan,
-            backend,
-            "procrastinate",
-            "enqueue batch",
-            "batch_defer_async",
-            plan.enqueue_batch,
-            "enqueue-batch",
-            {},
-        ),
-        m(
-            plan,
-            backend,
-            "procrastinate",
-            "process no-op",
-            "concurrency 1",
-            slow,
-            "noop",
-            {"concurrency": 1},
-            concurrency=1,
-        ),
-        m(
-            plan,
-            backend,
-            "procrastinate",
-            "process no-op",
-            "concurrency 16",
-            slow,
-            "noop",
-            {"concurrency": 16},
-            concurrency=16,
-        ),
-        m(
-            plan,
-            backend,
-            "procrastinate",
-            SLEEP,
-            f"concurrency {C}",
-            slow,
-            "sleep",
-            {"concurrency": C},
-            concurrency=C,
-        ),
+        peers.measure(plan, backend, _peer(system, workload, variant, jobs, script, params))
+        for system, workload, variant, jobs, script, params in specs
     ]
+
+
+def _peer(
+    system: str, workload: str, variant: str, jobs: int, script: str, params: dict[str, Any]
+) -> peers.PeerRow:
+    """A peer row whose script options are its recorded batch and concurrency."""
+    return peers.PeerRow(
+        system=system, workload=workload, variant=variant, jobs=jobs, script=script,
+        params=dict(params), batch=params.get("batch"),
+        concurrency=params.get("concurrency", params.get("workers")),
+    )  # fmt: skip
 
 
 def _celery(plan: Plan, backend: Backend) -> list[Row]:
-    noop, sleep, slow = _sizes(plan)
     # ~1,000 jobs/s and ~2,000 enqueues/s: 20,000 jobs took a minute a run (the full run
-    # neared its 20 minutes), so Celery gets 1,000 (quick) / 4,000 (full) of each.
-    noop = enqueue = sleep = 2 * slow
+    # neared its 20 minutes), so Celery gets twice the slow systems' jobs.
+    _, _, slow = _sizes(plan)
+    jobs = 2 * slow
     env = {"BENCH_REDIS": redis_server.url(), "BENCH_CELERY_QUEUE": "trawl-bench"}
-    m = peers.measure
-    return [
-        m(
-            plan,
-            backend,
-            "celery",
-            "enqueue single",
-            "delay() per job",
-            plan.enqueue_single,
-            "enqueue-single",
-            {},
-            env,
-        ),
-        m(
-            plan,
-            backend,
-            "celery",
-            "enqueue batch",
-            "apply_async loop, one producer",
-            enqueue,
-            "enqueue-batch",
-            {},
-            env,
-        ),
-        m(
-            plan,
-            backend,
-            "celery",
-            "process no-op",
-            "prefork 2",
-            noop,
-            "noop",
-            {"pool": "prefork", "concurrency": 2},
-            env,
-            concurrency=2,
-        ),
-        m(
-            plan,
-            backend,
-            "celery",
-            SLEEP,
-            f"threads {C}",
-            sleep,
-            "sleep",
-            {"pool": "threads", "concurrency": C},
-            env,
-            concurrency=C,
-        ),
+    specs = [
+        ("enqueue single", "delay() per job", plan.enqueue_single, "enqueue-single", {}),
+        ("enqueue batch", "apply_async loop, one producer", jobs, "enqueue-batch", {}),
+        ("process no-op", "prefork 2", jobs, "noop", {"pool": "prefork", "concurrency": 2}),
+        (SLEEP, f"threads {C}", jobs, "sleep", {"pool": "threads", "concurrency": C}),
     ]
+    return [peers.measure(plan, backend, _peer("celery", *spec), env) for spec in specs]
 
 
 def _huey(plan: Plan, backend: Backend) -> list[Row]:
     noop, sleep, _ = _sizes(plan)
-    m = peers.measure
-    return [
-        m(
-            plan,
-            backend,
-            "huey",
-            "enqueue single",
-            "task() per job",
-            plan.enqueue_single,
-            "enqueue-single",
-            {},
-        ),
-        m(
-            plan,
-            backend,
-            "huey",
-            "enqueue batch",
-            "task() loop (no bulk API)",
-            plan.enqueue_batch,
-            "enqueue-batch",
-            {},
-        ),
-        m(
-            plan,
-            backend,
-            "huey",
-            "process no-op",
-            "1 thread worker",
-            noop,
-            "noop",
-            {"workers": 1},
-            concurrency=1,
-        ),
-        m(
-            plan,
-            backend,
-            "huey",
-            SLEEP,
-            f"{C} thread workers",
-            sleep,
-            "sleep",
-            {"workers": C},
-            concurrency=C,
-        ),
+    specs = [
+        ("enqueue single", "task() per job", plan.enqueue_single, "enqueue-single", {}),
+        ("enqueue batch", "task() loop (no bulk API)", plan.enqueue_batch, "enqueue-batch", {}),
+        ("process no-op", "1 thread worker", noop, "noop", {"workers": 1}),
+        (SLEEP, f"{C} thread workers", sleep, "sleep", {"workers": C}),
     ]
+    if backend.synchronous == "FULL":  # what a WAL sync per commit changes: the no-op rows
+        specs = [spec for spec in specs if spec[0] == "process no-op"]
+    return [peers.measure(plan, backend, _peer("huey", *spec)) for spec in specs]
 
 
 # -- raw SQL limit: one transaction claims `batch` rows and completes them ---------------
@@ -366,15 +209,15 @@ def _pgbench_row(plan: Plan, backend: Backend, batch: int, jobs: int) -> Row:
 
 def _sqlite_limit(plan: Plan, backend: Backend) -> list[Row]:
     noop, _, slow = _sizes(plan)
-    return [_sqlite_row(plan, 1, slow * 4), _sqlite_row(plan, 100, noop)]
+    return [_sqlite_row(plan, backend, 1, slow * 4), _sqlite_row(plan, backend, 100, noop)]
 
 
-def _sqlite_row(plan: Plan, batch: int, jobs: int) -> Row:
+def _sqlite_row(plan: Plan, backend: Backend, batch: int, jobs: int) -> Row:
     rates = []
     for _ in range(plan.runs):
         with tempfile.TemporaryDirectory() as tmp:
             conn = sqlite3.connect(Path(tmp) / "q.db", isolation_level=None)
-            for pragma in SQLITE_PRAGMAS:
+            for pragma in backend.pragmas:
                 conn.execute(f"PRAGMA {pragma}")
             conn.execute(
                 "CREATE TABLE q (id INTEGER PRIMARY KEY, status TEXT, attempt INT, due_at REAL)"
@@ -400,10 +243,10 @@ def _sqlite_row(plan: Plan, batch: int, jobs: int) -> Row:
                 done += len(ids)
             rates.append(done / (time.perf_counter() - started))
             conn.close()
-        say(f"  raw-sql sqlite3 {batch}/txn: {rates[-1]:,.0f} rows/s")
+        say(f"  raw-sql {backend.name} sqlite3 {batch}/txn: {rates[-1]:,.0f} rows/s")
     return Row(
         system="raw-sql",
-        backend="sqlite",
+        backend=backend.name,
         workload="process no-op",
         variant=f"sqlite3 claim+complete {batch}/txn",
         unit="jobs/s",

@@ -156,7 +156,7 @@ def _raw(backend: Backend, *, per_item: bool) -> Adder:
         conn = backend.raw(url)
         try:
             started = time.perf_counter()
-            raw.enqueue(conn, backend.name, items, per_item)
+            raw.enqueue(conn, backend.dialect, items, per_item)
             return time.perf_counter() - started
         finally:
             conn.close()

@@ -1,14 +1,16 @@
 """The peer queues — pgqueuer, procrastinate, Celery (Redis), huey (SQLite) — each run by a
 script in ``bench/peers/`` inside ``bench/.peers-venv`` (made on first use; trawl is not
-importable there), plus the pgbench raw-SQL limit. One script call is one run in a fresh
-database; it prints one JSON line with its rate."""
+importable there), plus the pgbench raw-SQL limit. One script call does every run of a row,
+each in a fresh database, and prints one JSON line with its rate per run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -47,55 +49,74 @@ def versions() -> dict[str, str]:
 
 
 def _call(
-    script: str, workload: str, url: str, jobs: int, env: dict[str, str], **opts: int
-) -> float:
-    args = [str(venv_python()), str(PEERS / script), workload, url, str(jobs)]
+    script: str, workload: str, targets: list[str], jobs: int, env: dict[str, str], **opts: int
+) -> list[float]:
+    """One script process for all runs of a row; one rate per target (run)."""
+    args = [str(venv_python()), str(PEERS / script), workload, str(jobs), *targets]
     for name, value in opts.items():
         args += [f"--{name}", str(value)]
     done = subprocess.run(
-        args, cwd=PEERS, env=os.environ | env, capture_output=True, text=True, timeout=900
+        args, cwd=PEERS, env=os.environ | env, capture_output=True, text=True, timeout=1800
     )
     if done.returncode != 0:
         raise RuntimeError(f"{script} {workload}: {done.stderr[-1500:]}")
-    return float(json.loads(done.stdout.strip().splitlines()[-1])["rate"])
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if len(lines) != len(targets):
+        raise RuntimeError(f"{script} {workload}: {len(lines)} results for {len(targets)} runs")
+    return [float(json.loads(line)["rate"]) for line in lines]
 
 
 def _pg_url(url: str) -> str:
     return sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def measure(
-    plan: Plan,
-    backend: Backend,
-    system: str,
-    workload: str,
-    variant: str,
-    jobs: int,
-    script_workload: str,
-    params: dict[str, object],
-    env: dict[str, str] | None = None,
-    **opts: int,
-) -> Row:
-    rates = []
+@dataclass(frozen=True, kw_only=True)
+class PeerRow:
+    """One row a peer script measures: what it is called in the table and how it runs."""
+
+    system: str
+    workload: str  # the table's name: "process no-op", "enqueue batch", ...
+    variant: str
+    jobs: int
+    script: str  # the script's workload: "noop", "sleep", "enqueue-single", "enqueue-batch"
+    params: dict[str, object] = field(default_factory=dict)  # recorded in the row
+    batch: int | None = None
+    concurrency: int | None = None
+
+    def options(self) -> dict[str, int]:
+        given = {"batch": self.batch, "concurrency": self.concurrency}
+        return {name: value for name, value in given.items() if value is not None}
+
+
+def measure(plan: Plan, backend: Backend, peer: PeerRow, env: dict[str, str] | None = None) -> Row:
+    """``plan.runs`` runs of one peer row, each on a database of its own."""
+    system = peer.system
     script = f"{system}_peer.py"
-    for i in range(plan.runs):
-        if backend.name == "postgresql":
-            with backend.database(f"peer_{system}") as url:
-                rate = _call(script, script_workload, _pg_url(url), jobs, env or {}, **opts)
+    env = dict(env or {})
+    with contextlib.ExitStack() as stack:
+        if system == "celery":
+            targets = ["-"] * plan.runs  # its queue is in Redis, emptied before each run
+        elif backend.dialect == "postgresql":
+            targets = [
+                _pg_url(stack.enter_context(backend.database(f"peer_{system}")))
+                for _ in range(plan.runs)
+            ]
         else:
-            with tempfile.TemporaryDirectory(prefix="bench-huey-") as tmp:
-                extra = (env or {}) | {"BENCH_HUEY_DB": str(Path(tmp) / "huey.db")}
-                rate = _call(script, script_workload, "-", jobs, extra, **opts)
-        rates.append(rate)
-        say(f"  {system} {backend.name} {workload} ({variant}) run {i + 1}: {rate:,.0f}/s")
-    unit = "items/s" if workload.startswith("enqueue") else "jobs/s"
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-huey-")))
+            targets = [str(tmp / f"huey-{i}.db") for i in range(plan.runs)]
+            env["BENCH_SQLITE_SYNC"] = backend.synchronous or "NORMAL"
+        rates = _call(script, peer.script, targets, peer.jobs, env, **peer.options())
+    for i, rate in enumerate(rates):
+        say(
+            f"  {system} {backend.name} {peer.workload} ({peer.variant}) run {i + 1}: {rate:,.0f}/s"
+        )
     return Row(
         system=system,
         backend=backend.name if system != "celery" else "redis",
-        workload=workload,
-        variant=variant,
-        unit=unit,
+        workload=peer.workload,
+        variant=peer.variant,
+        unit="items/s" if peer.workload.startswith("enqueue") else "jobs/s",
         better="higher",
         runs=rates,
-        params={"jobs": jobs, **params},
+        params={"jobs": peer.jobs, **peer.params},
     )

@@ -36,12 +36,7 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
 def _template(backend: Backend, jobs: int) -> Iterator[str]:
     with backend.database("process_tmpl") as url:
         trawl_db.prepare(url)
-        conn = backend.raw(url)
-        try:
-            seed.seed(conn, backend.name, [(seed.Kind.DUE, 1, jobs)])
-            seed.analyze(conn, backend.name)
-        finally:
-            conn.close()
+        seed.fill(backend, url, [(seed.Kind.DUE, 1, jobs)])
         yield url
 
 
@@ -111,7 +106,7 @@ def _raw(plan: Plan, backend: Backend, template: str) -> Row:
             conn = backend.raw(url)
             try:
                 started = time.perf_counter()
-                count = raw.process(conn, backend.name, plan.raw_batch)
+                count = raw.process(conn, backend.dialect, plan.raw_batch)
                 rate = count / (time.perf_counter() - started)
             finally:
                 conn.close()

@@ -114,12 +114,7 @@ def _seeded(backend: Backend, kind: seed.Kind, jobs: int) -> Iterator[str]:
     each run gets a copy, so three runs cost one set-up."""
     with backend.database(f"sched_{kind.value}") as url:
         trawl_db.prepare(url)
-        conn = backend.raw(url)
-        try:
-            seed.seed(conn, backend.name, [(kind, 1, jobs)])
-            seed.analyze(conn, backend.name)
-        finally:
-            conn.close()
+        seed.fill(backend, url, [(kind, 1, jobs)])
         yield url
 
 
