@@ -21,22 +21,26 @@ from harness.rows import Row
 from harness.workloads import peers, process
 
 SLEEP = "process sleep 10ms"
+NOOP = "process no-op"
 C = peers.SLEEP_CONCURRENCY
 
 
 def run(plan: Plan, backend: Backend) -> list[Row]:
-    # At synchronous=FULL only the no-op rows: sleeping jobs wait on the clock, not the disk.
-    rows = [] if backend.synchronous == "FULL" else _trawl_sleep(plan, backend)
+    """The peers' rows, no-op processing first (right after trawl's own, in ``process``),
+    then trawl's sleep rows, the rest, and the raw-SQL limit."""
     if backend.dialect == "postgresql":
-        rows += _postgres_peers(plan, backend)
+        rows = _postgres_peers(plan, backend)
         try:
             rows += _celery(plan, backend)
         except RuntimeError as error:  # no Redis to be had: the other rows still stand
             say(f"  celery skipped: {error}")
-        rows += _pgbench(plan, backend)
+        limit = _pgbench(plan, backend)
     else:
-        rows += _huey(plan, backend) + _sqlite_limit(plan, backend)
-    return rows
+        rows, limit = _huey(plan, backend), _sqlite_limit(plan, backend)
+    # At synchronous=FULL only the no-op rows: sleeping jobs wait on the clock, not the disk.
+    if backend.synchronous != "FULL":
+        rows += _trawl_sleep(plan, backend)
+    return rows + limit
 
 
 def _sizes(plan: Plan) -> tuple[int, int, int]:
@@ -75,16 +79,17 @@ def _postgres_peers(plan: Plan, backend: Backend) -> list[Row]:
     specs = [
         ("pgqueuer", "enqueue single", "enqueue() per job", single, "enqueue-single", {}),
         ("pgqueuer", "enqueue batch", "one enqueue() call", batch, "enqueue-batch", {}),
-        ("pgqueuer", "process no-op", "batch 10", noop, "noop", {"batch": 10}),
-        ("pgqueuer", "process no-op", "batch 100", noop, "noop", {"batch": 100}),
+        ("pgqueuer", NOOP, "batch 10", noop, "noop", {"batch": 10}),
+        ("pgqueuer", NOOP, "batch 100", noop, "noop", {"batch": 100}),
         ("pgqueuer", SLEEP, f"batch 8, max {C} in flight", sleep, "sleep",
          {"batch": 8, "concurrency": C}),
         ("procrastinate", "enqueue single", "defer_async per job", single, "enqueue-single", {}),
         ("procrastinate", "enqueue batch", "batch_defer_async", batch, "enqueue-batch", {}),
-        ("procrastinate", "process no-op", "concurrency 1", slow, "noop", {"concurrency": 1}),
-        ("procrastinate", "process no-op", "concurrency 16", slow, "noop", {"concurrency": 16}),
+        ("procrastinate", NOOP, "concurrency 1", slow, "noop", {"concurrency": 1}),
+        ("procrastinate", NOOP, "concurrency 16", slow, "noop", {"concurrency": 16}),
         ("procrastinate", SLEEP, f"concurrency {C}", slow, "sleep", {"concurrency": C}),
     ]  # fmt: skip
+    specs.sort(key=lambda spec: spec[1] != NOOP)  # measured next to trawl's no-op rows
     return [
         peers.measure(plan, backend, _peer(system, workload, variant, jobs, script, params))
         for system, workload, variant, jobs, script, params in specs
@@ -111,9 +116,10 @@ def _celery(plan: Plan, backend: Backend) -> list[Row]:
     specs = [
         ("enqueue single", "delay() per job", plan.enqueue_single, "enqueue-single", {}),
         ("enqueue batch", "apply_async loop, one producer", jobs, "enqueue-batch", {}),
-        ("process no-op", "prefork 2", jobs, "noop", {"pool": "prefork", "concurrency": 2}),
+        (NOOP, "prefork 2", jobs, "noop", {"pool": "prefork", "concurrency": 2}),
         (SLEEP, f"threads {C}", jobs, "sleep", {"pool": "threads", "concurrency": C}),
     ]
+    specs.sort(key=lambda spec: spec[0] != NOOP)
     return [peers.measure(plan, backend, _peer("celery", *spec), env) for spec in specs]
 
 
@@ -122,11 +128,12 @@ def _huey(plan: Plan, backend: Backend) -> list[Row]:
     specs = [
         ("enqueue single", "task() per job", plan.enqueue_single, "enqueue-single", {}),
         ("enqueue batch", "task() loop (no bulk API)", plan.enqueue_batch, "enqueue-batch", {}),
-        ("process no-op", "1 thread worker", noop, "noop", {"workers": 1}),
+        (NOOP, "1 thread worker", noop, "noop", {"workers": 1}),
         (SLEEP, f"{C} thread workers", sleep, "sleep", {"workers": C}),
     ]
     if backend.synchronous == "FULL":  # what a WAL sync per commit changes: the no-op rows
-        specs = [spec for spec in specs if spec[0] == "process no-op"]
+        specs = [spec for spec in specs if spec[0] == NOOP]
+    specs.sort(key=lambda spec: spec[0] != NOOP)  # measured next to trawl's no-op rows
     return [peers.measure(plan, backend, _peer("huey", *spec)) for spec in specs]
 
 
