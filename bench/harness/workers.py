@@ -35,11 +35,16 @@ def driver() -> str:
     return "trawl worker (CLI)" if cli_options() is not None else "apps/run_worker.py"
 
 
-def command(url: str, concurrency: int, app: str = NOOP_APP) -> list[str]:
+def command(
+    url: str, concurrency: int, app: str = NOOP_APP, connections: int | None = None
+) -> list[str]:
+    """The worker's command line; *connections* None leaves the worker its default."""
     options = cli_options()
     if options is None:
         return [sys.executable, str(APPS / "run_worker.py"), app, url, str(concurrency)]
-    quiet = ["--no-progress"] if "--no-progress" in options else []
+    extra = ["--no-progress"] if "--no-progress" in options else []
+    if connections is not None:
+        extra += ["--connections", str(connections)]
     return [
         str(VENV_BIN / "trawl"),
         "--db",
@@ -49,17 +54,23 @@ def command(url: str, concurrency: int, app: str = NOOP_APP) -> list[str]:
         "--exit-when-idle",
         "--concurrency",
         str(concurrency),
-        *quiet,
+        *extra,
     ]
 
 
-def run(url: str, processes: int, concurrency: int, app: str = NOOP_APP) -> float:
+def run(
+    url: str,
+    processes: int,
+    concurrency: int,
+    app: str = NOOP_APP,
+    connections: int | None = None,
+) -> float:
     """Start *processes* workers at once and wait for all to exit; returns the wall time."""
     env = os.environ | {"TRAWL_DB": url}
     started = time.perf_counter()
     procs = [
         subprocess.Popen(
-            command(url, concurrency, app),
+            command(url, concurrency, app, connections),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

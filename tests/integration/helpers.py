@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -171,21 +172,40 @@ def last_seq(store: Store) -> int:
 def sql_statements() -> Iterator[list[str]]:
     """Every statement any store sends, in the order the server gets them: those SQLAlchemy
     runs and the hot-path ones trawl runs at the driver (logged on ``trawl.sql``)."""
-    seen: list[str] = []
+    with _statements() as (texts, _):
+        yield texts
+
+
+@contextmanager
+def sql_statements_by_thread() -> Iterator[list[tuple[str, str]]]:
+    """As :func:`sql_statements`, each with the name of the thread that sent it (a worker's
+    lanes send from threads of their own)."""
+    with _statements() as (_, pairs):
+        yield pairs
+
+
+@contextmanager
+def _statements() -> Iterator[tuple[list[str], list[tuple[str, str]]]]:
+    texts: list[str] = []
+    pairs: list[tuple[str, str]] = []
+
+    def add(sql: str) -> None:  # both hooks run on the thread that sends the statement
+        texts.append(sql)
+        pairs.append((threading.current_thread().name, sql))
 
     class Collect(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            seen.append(record.getMessage())
+            add(record.getMessage())
 
     def through_sqlalchemy(*args: Any) -> None:
-        seen.append(args[2])
+        add(args[2])
 
     handler, level = Collect(logging.DEBUG), SQL_LOG.level
     SQL_LOG.addHandler(handler)
     SQL_LOG.setLevel(logging.DEBUG)
     sa.event.listen(sa.Engine, "before_cursor_execute", through_sqlalchemy)
     try:
-        yield seen
+        yield texts, pairs
     finally:
         sa.event.remove(sa.Engine, "before_cursor_execute", through_sqlalchemy)
         SQL_LOG.removeHandler(handler)

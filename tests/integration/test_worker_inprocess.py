@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 import trawl
-from tests.integration.helpers import item, job_of, sql_statements
+from tests.integration.helpers import item, job_of, sql_statements_by_thread
 from trawl.model.records import FailureRecord
-from trawl.runtime.worker import Worker
+from trawl.runtime.worker import Worker, default_connections
 from trawl.store.store import Store
 
 COUNT = 20
@@ -146,18 +146,75 @@ def test_a_busy_worker_commits_each_batch_in_the_transaction_of_its_next_claim(
         return {"n": ctx.data["n"]}
 
     ids = products(db_url, 64)
-    with sql_statements() as seen:
+    with sql_statements_by_thread() as seen:
         worker = run(app, db_url)
     assert worker.stats.done == 64
-    kinds: list[set[str]] = []
-    for statement in (" ".join(s.split()).upper() for s in seen):
+    # Each lane (a thread and connection of its own) runs its transactions in turn.
+    kinds: dict[str, list[set[str]]] = {}
+    for thread, sql in seen:
+        statement = " ".join(sql.split()).upper()
+        lane = kinds.setdefault(thread, [])
         if statement.startswith("BEGIN"):
-            kinds.append(set())
-        elif kinds and "SET STATUS = 'RUNNING'" in statement:
-            kinds[-1].add("claim")
-        elif kinds and "SET STATUS = B.STATUS" in statement:
-            kinds[-1].add("commit")
-    # 64 jobs, 8 slots: every batch but none (or the very last) commits with the next claim.
-    assert sum(k == {"commit", "claim"} for k in kinds) >= 64 // 8 - 1, kinds
-    assert sum(k == {"commit"} for k in kinds) <= 1, kinds
+            lane.append(set())
+        elif lane and "SET STATUS = 'RUNNING'" in statement:
+            lane[-1].add("claim")
+        elif lane and "SET STATUS = B.STATUS" in statement:
+            lane[-1].add("commit")
+    batches = [k for lane in kinds.values() for k in lane]
+    # 64 jobs, 8 slots: every batch but the last of each lane commits with the next claim.
+    lanes = worker.connections
+    batch = 8 // lanes
+    assert sum(k == {"commit", "claim"} for k in batches) >= 64 // batch - 2 * lanes, kinds
+    assert sum(k == {"commit"} for k in batches) <= lanes, kinds
     assert list(results(db_url, ids).values()) == [{"n": n} for n in range(64)]
+
+
+@pytest.mark.parametrize("connections", [1, 2, 3])
+def test_lanes_share_the_slots_and_commit_every_job_once(db_url: str, connections: int) -> None:
+    app = trawl.App()
+    running = 0
+    peak = 0
+
+    @app.task(tags=["product"])
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.002 * (ctx.data["n"] % 5))  # staggered, so lanes overlap
+        running -= 1
+        return {"n": ctx.data["n"]}
+
+    ids = products(db_url, 300)
+    with sql_statements_by_thread() as seen:
+        worker = Worker(
+            app, url=db_url, concurrency=12, connections=connections, exit_when_idle=True
+        )
+        assert asyncio.run(worker.run()) == 0
+    assert worker.stats.done == 300
+    assert 1 < peak <= 12  # the lanes together never run more than the slots
+    claimers = {t for t, sql in seen if "SET STATUS = 'RUNNING'" in sql.upper()}
+    assert len(claimers) == connections, claimers
+    assert list(results(db_url, ids).values()) == [{"n": n} for n in range(300)]
+    with Store(db_url) as store:
+        done = [e for e in store.journal(limit=10_000) if e.kind == "job.done"]
+    assert sorted(e.item_id for e in done) == sorted(ids)  # each committed exactly once
+
+
+def test_a_worker_needs_at_least_one_connection(db_url: str) -> None:
+    with pytest.raises(ValueError, match="connections must be at least 1, got 0"):
+        Worker(trawl.App(), url=db_url, connections=0)
+
+
+@pytest.mark.parametrize(
+    ("url", "concurrency", "expected"),
+    [
+        ("postgresql://u@h/db", 16, 2),
+        ("postgres://u@h/db", 8, 2),
+        ("postgresql://u@h/db", 7, 1),
+        ("sqlite:///trawl.db", 100, 1),
+    ],
+)
+def test_two_lanes_by_default_only_where_they_pay(
+    url: str, concurrency: int, expected: int
+) -> None:
+    assert default_connections(url, concurrency) == expected

@@ -19,6 +19,7 @@ from harness.backends import Backend
 from harness.plan import Plan
 from harness.progress import say
 from harness.rows import Row, set_ratio
+from trawl.runtime.worker import default_connections
 
 WORKLOAD = "process no-op"
 
@@ -27,6 +28,9 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
     with _template(backend, plan.process_jobs) as template:
         baseline = _raw(plan, backend, template)
         rows = [_trawl(plan, backend, template, n) for n in plan.processes]
+        if backend.dialect == "postgresql":
+            # What the worker's second connection (its default there) is worth, in this run.
+            rows.insert(1, _trawl(plan, backend, template, 1, connections=1))
     for row in rows:
         set_ratio(row, baseline)
     return [baseline, *rows]
@@ -40,15 +44,18 @@ def _template(backend: Backend, jobs: int) -> Iterator[str]:
         yield url
 
 
-def _trawl(plan: Plan, backend: Backend, template: str, processes: int) -> Row:
+def _trawl(
+    plan: Plan, backend: Backend, template: str, processes: int, connections: int | None = None
+) -> Row:
     rates, walls = [], []
+    lanes = connections or default_connections(template, plan.concurrency)
     for i in range(plan.runs):
         with backend.clone(template, "process") as url:
-            wall = workers.run(url, processes, plan.concurrency)
+            wall = workers.run(url, processes, plan.concurrency, connections=connections)
             rate = _steady_rate(backend, url, plan.process_jobs)
         say(
-            f"  trawl {backend.name} {processes}p run {i + 1}: {rate:,.0f} jobs/s "
-            f"(wall {wall:.2f}s)"
+            f"  trawl {backend.name} {processes}p x{lanes} connections run {i + 1}: "
+            f"{rate:,.0f} jobs/s (wall {wall:.2f}s)"
         )
         rates.append(rate)
         walls.append(round(wall, 3))
@@ -56,7 +63,8 @@ def _trawl(plan: Plan, backend: Backend, template: str, processes: int) -> Row:
         system="trawl",
         backend=backend.name,
         workload=WORKLOAD,
-        variant=f"{processes} process{'es' if processes > 1 else ''} x{plan.concurrency}",
+        variant=f"{processes} process{'es' if processes > 1 else ''} x{plan.concurrency}"
+        + (f", {connections} connection" if connections else ""),
         unit="jobs/s",
         better="higher",
         runs=rates,
@@ -64,6 +72,7 @@ def _trawl(plan: Plan, backend: Backend, template: str, processes: int) -> Row:
             "jobs": plan.process_jobs,
             "processes": processes,
             "concurrency": plan.concurrency,
+            "connections": lanes,
             "driver": workers.driver(),
         },
         extra={"wall_s": walls, "wall_jobs_per_s": [plan.process_jobs / w for w in walls]},

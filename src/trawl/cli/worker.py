@@ -33,6 +33,13 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     show_default=True,
     help="Tasks run at the same time (async slots; plain functions use threads).",
 )
+@click.option(
+    "--connections",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Database connections claiming and committing side by side, each with a batch "
+    "in flight  [default: 2 on PostgreSQL with 8 or more slots, else 1].",
+)
 @click.option("--tasks", metavar="A,B", help="Run only these tasks (comma-separated).")
 @click.option("--exit-when-idle", is_flag=True, help="Exit once no job is due.")
 @grace_option
@@ -69,6 +76,7 @@ def worker(
     ctx: click.Context,
     app_spec: str,
     concurrency: int,
+    connections: int | None,
     tasks: str | None,
     exit_when_idle: bool,
     grace: float,
@@ -107,17 +115,19 @@ def worker(
             app,
             url=settings().db or app.db,
             concurrency=concurrency,
+            connections=connections,
             tasks=names,
             exit_when_idle=exit_when_idle,
             grace=grace,
             on_progress=on_progress,
         )
         log.info(
-            "worker %s: tasks %s on %s, concurrency %d",
+            "worker %s: tasks %s on %s, concurrency %d, %d connection(s)",
             runner.owner,
             ", ".join(runner.defs),
             display(runner.url),
             concurrency,
+            runner.connections,
         )
         code = run_worker(runner)
     ctx.exit(code)

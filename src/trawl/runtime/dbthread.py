@@ -17,9 +17,9 @@ T = TypeVar("T")
 class StoreThread:
     """Async face of a :class:`Store` whose connection lives on one dedicated thread."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, name: str = "trawl-db") -> None:
         self.store = store
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trawl-db")
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
 
     async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()

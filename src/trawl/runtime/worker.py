@@ -30,6 +30,7 @@ from trawl.runtime.outcome import attempt_result
 from trawl.runtime.plugins import for_app
 from trawl.runtime.stats import WorkerStats
 from trawl.store import codec, migrate
+from trawl.store import url as urls
 from trawl.store.notify import Listener
 from trawl.store.store import Store
 
@@ -57,12 +58,17 @@ class Worker:
         hooks: ActorHooks | None = None,
         claim: Callable[[Store, int], claims.ClaimBatch] | None = None,
         linger: float = 0.0,
+        connections: int | None = None,
     ) -> None:
         """``hooks``: the plugin hooks to fire (default: the app's plugins, as a worker).
         ``claim``: how to lease a batch (an actor's keyed claim). ``linger``: with
-        ``exit_when_idle``, how long the queue must stay empty before the worker exits."""
+        ``exit_when_idle``, how long the queue must stay empty before the worker exits.
+        ``connections``: claim/commit lanes, each a database connection of its own with a
+        batch in flight (default: see :func:`default_connections`)."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        if connections is not None and connections < 1:
+            raise ValueError(f"connections must be at least 1, got {connections}")
         self.app = app
         self.url = url or app.db
         self.defs = {d.name: d for d in app.select(list(tasks) if tasks is not None else None)}
@@ -101,6 +107,9 @@ class Worker:
         )
         self._claim = claim or self._claim_gated
         self.linger = linger
+        self.connections = connections or default_connections(self.url, concurrency)
+        self._reserved = 0  # slots promised to claims in flight on any lane
+        self._calls = 0  # lane calls (commit and/or claim) in flight
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -123,12 +132,20 @@ class Worker:
             listener = Listener(self.url, lambda: self._wake_from_thread(loop))
             listener.start()
             self._install_signals(loop)
+            lanes = [self.db] + [
+                StoreThread(Store(self.url), name=f"trawl-db-lane{n}")
+                for n in range(1, self.connections)
+            ]
             try:
-                await self._serve(store)
+                for lane in lanes[1:]:
+                    self.hooks.tap(lane.store.db)
+                await self._serve(lanes)
             finally:
                 listener.stop()
                 self._remove_signals(loop)
                 self.hooks.shutdown()
+                for lane in lanes[1:]:
+                    await asyncio.to_thread(lane.close)
         finally:
             await asyncio.to_thread(self.db.close)
         log.info("worker %s stopped: %s", self.owner, self.stats.line())
@@ -143,14 +160,15 @@ class Worker:
         for task, count in requeued.items():
             log.info("task %s has a new version: %d results are due again", task, count)
 
-    async def _serve(self, store: Store) -> None:
+    async def _serve(self, lanes: list[StoreThread]) -> None:
+        store = self.db.store
         helpers = [
             asyncio.create_task(self._heartbeat_loop(store)),
             asyncio.create_task(self._watchdog_loop()),
             asyncio.create_task(self._progress_loop()),
         ]
         try:
-            await self._claim_loop(store)
+            await self._claim_lanes(lanes)
             # From here on nothing is claimed: finished attempts are committed as they come.
             helpers.append(asyncio.create_task(self._commit_loop(store)))
             await self._drain()
@@ -204,26 +222,50 @@ class Worker:
             batch = self._claim(store, limit)
         return report, batch
 
-    async def _claim_loop(self, store: Store) -> None:
+    async def _claim_lanes(self, lanes: list[StoreThread]) -> None:
+        """Run a claim loop per lane until all have stopped. A lane that fails stops the
+        others, so the worker drains and exits instead of running on with fewer lanes."""
+        loops = [asyncio.create_task(self._claim_loop(lane)) for lane in lanes]
+        try:
+            done, _ = await asyncio.wait(loops, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                task.result()
+        finally:
+            for task in loops:
+                task.cancel()
+            await asyncio.gather(*loops, return_exceptions=True)
+
+    async def _claim_loop(self, db: StoreThread) -> None:
         """Until stopped: commit what finished and claim into the free slots, together.
 
-        Claims wait until a quarter of the slots are free, so they come in batches; while
-        too few are free, finished attempts are committed on their own."""
+        Claims wait until a quarter of a lane's share of the slots is free, so they come in
+        batches; while too few are free, finished attempts are committed on their own. With
+        several lanes each batch is at most its share, so one lane's batch runs while
+        another's commit and claim are at the database (slots a claim in flight will fill
+        are reserved, so the lanes never lease more than the free slots)."""
+        store = db.store
         idle_delay = 0.01
         idle_since: float | None = None
-        low_water = max(1, self.concurrency // 4)
+        share = -(-self.concurrency // self.connections)
+        low_water = max(1, share // 4)
         while not self._stopping:
-            free = self.concurrency - len(self._running)
-            claiming = free >= low_water or not self._running
+            free = self.concurrency - len(self._running) - self._reserved
+            claiming = free >= low_water or not (self._running or self._reserved)
             if not claiming and not self._pending:
                 await self._wait(self.poll)  # let slots free up so claims come in batches
                 continue
             epoch = self._commits
             results = self._take_pending()
-            limit = free if claiming else 0
-            report, batch = await self._retrying(
-                "claim", self._commit_and_claim, store, results, limit
-            )
+            limit = min(free, share) if claiming else 0
+            self._reserved += limit
+            self._calls += 1
+            try:
+                report, batch = await self._retrying(
+                    "claim", db, self._commit_and_claim, store, results, limit
+                )
+            finally:
+                self._reserved -= limit
+                self._calls -= 1
             if results:
                 self._committed(results, report)
             if not claiming:
@@ -242,7 +284,8 @@ class Worker:
 
     def _idle(self, epoch: int) -> bool:
         # Nothing ran here and nothing committed since the empty claim began: nothing is due.
-        return not (self._running or self._pending or self._committing) and epoch == self._commits
+        busy = self._running or self._pending or self._committing or self._calls
+        return not busy and epoch == self._commits
 
     async def _wait(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -353,7 +396,7 @@ class Worker:
     async def _flush(self, store: Store) -> None:
         while self._pending:
             results = self._take_pending()
-            report = await self._retrying("commit", commit, store, results)
+            report = await self._retrying("commit", self.db, commit, store, results)
             self._committed(results, report)
 
     def _take_pending(self) -> list[AttemptResult]:
@@ -463,16 +506,26 @@ class Worker:
         if self._on_progress is not None:
             self._on_progress(self.stats)
 
-    async def _retrying(self, what: str, fn: Callable[..., T], *args: Any) -> T:
-        """Run a store call, waiting out database outages with growing pauses."""
+    async def _retrying(self, what: str, db: StoreThread, fn: Callable[..., T], *args: Any) -> T:
+        """Run a store call on *db*'s thread, waiting out database outages with growing
+        pauses."""
         delay = 0.5
         while True:
             try:
-                return await self.db.call(fn, *args)
+                return await db.call(fn, *args)
             except DatabaseUnavailable as error:
                 log.warning("%s failed, retrying in %.1fs: %s", what, delay, error)
                 await asyncio.sleep(delay)
                 delay = min(RETRY_MAX, delay * 2)
+
+
+def default_connections(url: str, concurrency: int) -> int:
+    """Lanes a worker runs when not told: two on PostgreSQL, so a batch runs while the next
+    commit and claim wait on the server (a single worker is bound by that wait, not by
+    its CPU); one on SQLite, whose writers take turns on one file lock anyway, and one
+    for fewer than 8 slots, where halving the batches would cost more than it saves."""
+    _, dialect = urls.parse(url)
+    return 2 if dialect == "postgresql" and concurrency >= 8 else 1
 
 
 def _in_daemon_thread(
