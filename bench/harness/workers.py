@@ -35,15 +35,13 @@ def driver() -> str:
     return "trawl worker (CLI)" if cli_options() is not None else "apps/run_worker.py"
 
 
-def command(
-    url: str, concurrency: int, app: str = NOOP_APP, connections: int | None = None
-) -> list[str]:
-    """The worker's command line; *connections* None leaves the worker its default."""
+def command(url: str, concurrency: int, app: str = NOOP_APP, connections: int = 1) -> list[str]:
+    """The worker's command line (``--connections`` only where it is not the default)."""
     options = cli_options()
     if options is None:
         return [sys.executable, str(APPS / "run_worker.py"), app, url, str(concurrency)]
     extra = ["--no-progress"] if "--no-progress" in options else []
-    if connections is not None:
+    if connections != 1:
         extra += ["--connections", str(connections)]
     return [
         str(VENV_BIN / "trawl"),
@@ -63,7 +61,7 @@ def run(
     processes: int,
     concurrency: int,
     app: str = NOOP_APP,
-    connections: int | None = None,
+    connections: int = 1,
 ) -> float:
     """Start *processes* workers at once and wait for all to exit; returns the wall time."""
     env = os.environ | {"TRAWL_DB": url}

@@ -19,7 +19,6 @@ from harness.backends import Backend
 from harness.plan import Plan
 from harness.progress import say
 from harness.rows import Row, set_ratio
-from trawl.runtime.worker import default_connections
 
 WORKLOAD = "process no-op"
 
@@ -29,8 +28,8 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
         baseline = _raw(plan, backend, template)
         rows = [_trawl(plan, backend, template, n) for n in plan.processes]
         if backend.dialect == "postgresql":
-            # What the worker's second connection (its default there) is worth, in this run.
-            rows.insert(1, _trawl(plan, backend, template, 1, connections=1))
+            # Two lanes pay once each lane's batch is a full 100 (docs/concepts.md).
+            rows.insert(1, _trawl(plan, backend, template, 1, concurrency=200, connections=2))
     for row in rows:
         set_ratio(row, baseline)
     return [baseline, *rows]
@@ -45,17 +44,23 @@ def _template(backend: Backend, jobs: int) -> Iterator[str]:
 
 
 def _trawl(
-    plan: Plan, backend: Backend, template: str, processes: int, connections: int | None = None
+    plan: Plan,
+    backend: Backend,
+    template: str,
+    processes: int,
+    *,
+    concurrency: int | None = None,
+    connections: int = 1,
 ) -> Row:
     rates, walls = [], []
-    lanes = connections or default_connections(template, plan.concurrency)
+    slots = concurrency or plan.concurrency
     for i in range(plan.runs):
         with backend.clone(template, "process") as url:
-            wall = workers.run(url, processes, plan.concurrency, connections=connections)
+            wall = workers.run(url, processes, slots, connections=connections)
             rate = _steady_rate(backend, url, plan.process_jobs)
         say(
-            f"  trawl {backend.name} {processes}p x{lanes} connections run {i + 1}: "
-            f"{rate:,.0f} jobs/s (wall {wall:.2f}s)"
+            f"  trawl {backend.name} {processes}p x{slots}, {connections} connection(s) "
+            f"run {i + 1}: {rate:,.0f} jobs/s (wall {wall:.2f}s)"
         )
         rates.append(rate)
         walls.append(round(wall, 3))
@@ -63,16 +68,16 @@ def _trawl(
         system="trawl",
         backend=backend.name,
         workload=WORKLOAD,
-        variant=f"{processes} process{'es' if processes > 1 else ''} x{plan.concurrency}"
-        + (f", {connections} connection" if connections else ""),
+        variant=f"{processes} process{'es' if processes > 1 else ''} x{slots}"
+        + (f", {connections} connections" if connections > 1 else ""),
         unit="jobs/s",
         better="higher",
         runs=rates,
         params={
             "jobs": plan.process_jobs,
             "processes": processes,
-            "concurrency": plan.concurrency,
-            "connections": lanes,
+            "concurrency": slots,
+            "connections": connections,
             "driver": workers.driver(),
         },
         extra={"wall_s": walls, "wall_jobs_per_s": [plan.process_jobs / w for w in walls]},

@@ -36,9 +36,10 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 @click.option(
     "--connections",
     type=click.IntRange(min=1),
-    default=None,
+    default=1,
+    show_default=True,
     help="Database connections claiming and committing side by side, each with a batch "
-    "in flight  [default: 2 on PostgreSQL with 8 or more slots, else 1].",
+    "of at most its share of the slots in flight (pays on PostgreSQL with 200+ slots).",
 )
 @click.option("--tasks", metavar="A,B", help="Run only these tasks (comma-separated).")
 @click.option("--exit-when-idle", is_flag=True, help="Exit once no job is due.")
@@ -76,7 +77,7 @@ def worker(
     ctx: click.Context,
     app_spec: str,
     concurrency: int,
-    connections: int | None,
+    connections: int,
     tasks: str | None,
     exit_when_idle: bool,
     grace: float,

@@ -30,7 +30,6 @@ from trawl.runtime.outcome import attempt_result
 from trawl.runtime.plugins import for_app
 from trawl.runtime.stats import WorkerStats
 from trawl.store import codec, migrate
-from trawl.store import url as urls
 from trawl.store.notify import Listener
 from trawl.store.store import Store
 
@@ -58,16 +57,16 @@ class Worker:
         hooks: ActorHooks | None = None,
         claim: Callable[[Store, int], claims.ClaimBatch] | None = None,
         linger: float = 0.0,
-        connections: int | None = None,
+        connections: int = 1,
     ) -> None:
         """``hooks``: the plugin hooks to fire (default: the app's plugins, as a worker).
         ``claim``: how to lease a batch (an actor's keyed claim). ``linger``: with
         ``exit_when_idle``, how long the queue must stay empty before the worker exits.
         ``connections``: claim/commit lanes, each a database connection of its own with a
-        batch in flight (default: see :func:`default_connections`)."""
+        batch of at most its share of the slots in flight."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-        if connections is not None and connections < 1:
+        if connections < 1:
             raise ValueError(f"connections must be at least 1, got {connections}")
         self.app = app
         self.url = url or app.db
@@ -107,7 +106,7 @@ class Worker:
         )
         self._claim = claim or self._claim_gated
         self.linger = linger
-        self.connections = connections or default_connections(self.url, concurrency)
+        self.connections = connections
         self._reserved = 0  # slots promised to claims in flight on any lane
         self._calls = 0  # lane calls (commit and/or claim) in flight
 
@@ -517,15 +516,6 @@ class Worker:
                 log.warning("%s failed, retrying in %.1fs: %s", what, delay, error)
                 await asyncio.sleep(delay)
                 delay = min(RETRY_MAX, delay * 2)
-
-
-def default_connections(url: str, concurrency: int) -> int:
-    """Lanes a worker runs when not told: two on PostgreSQL, so a batch runs while the next
-    commit and claim wait on the server (a single worker is bound by that wait, not by
-    its CPU); one on SQLite, whose writers take turns on one file lock anyway, and one
-    for fewer than 8 slots, where halving the batches would cost more than it saves."""
-    _, dialect = urls.parse(url)
-    return 2 if dialect == "postgresql" and concurrency >= 8 else 1
 
 
 def _in_daemon_thread(
