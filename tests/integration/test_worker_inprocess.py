@@ -11,6 +11,7 @@ import pytest
 
 import trawl
 from tests.integration.helpers import item, job_of, sql_statements_by_thread
+from trawl.engine.claim import ClaimBatch
 from trawl.model.records import FailureRecord
 from trawl.runtime.worker import Worker
 from trawl.store.store import Store
@@ -203,3 +204,24 @@ def test_lanes_share_the_slots_and_commit_every_job_once(db_url: str, connection
 def test_a_worker_needs_at_least_one_connection(db_url: str) -> None:
     with pytest.raises(ValueError, match="connections must be at least 1, got 0"):
         Worker(trawl.App(), url=db_url, connections=0)
+
+
+def test_a_lane_that_fails_stops_the_worker_instead_of_running_on_without_it(
+    db_url: str,
+) -> None:
+    app = trawl.App()
+
+    @app.task(tags=["product"])
+    async def price(ctx: trawl.Context) -> None:
+        return None
+
+    products(db_url, 4)
+
+    def claim(store: Store, limit: int) -> ClaimBatch:
+        if threading.current_thread().name.startswith("trawl-db-lane1"):
+            raise RuntimeError("lane 1 broke")
+        return ClaimBatch(jobs=[])  # lane 0 alone would poll for ever
+
+    worker = Worker(app, url=db_url, concurrency=4, connections=2, claim=claim, poll=0.05)
+    with pytest.raises(RuntimeError, match="lane 1 broke"):
+        asyncio.run(asyncio.wait_for(worker.run(), 30))
