@@ -321,6 +321,7 @@ def test_add_file_bad_stdin_line_is_reported(trawl: Trawl) -> None:
         ["failures", "--task", "price", "retry"],
         ["journal", "--since", "-1"],
         ["worker", "app.py:app", "--concurrency", "0"],
+        ["worker", "app.py:app", "--connections", "0"],
         ["nosuchcommand"],
     ],
     ids=lambda argv: " ".join(argv),
@@ -467,6 +468,15 @@ def test_worker_runs_only_the_tasks_asked_for(trawl: Trawl) -> None:
     status = trawl.status()
     assert status["price"]["counts"]["done"] == 1
     assert "boom" not in status
+
+
+def test_worker_with_two_connections_does_every_job(trawl: Trawl) -> None:
+    trawl.write_app()
+    for n in range(30):
+        trawl("add", f"sku:{n}", "--tag", "product")
+    run = trawl.work("app.py:app", "--tasks", "price", "--connections", "2")
+    assert "concurrency 16, 2 connection(s)" in run.err
+    assert trawl.status()["price"]["counts"]["done"] == 30
 
 
 def test_end_to_end_items_worker_status_show_journal(trawl: Trawl) -> None:
