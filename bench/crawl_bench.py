@@ -1,6 +1,6 @@
 """bench/crawl: pages per second and peak RSS crawling a generated site, trawl beside peers.
 
-For each site size the site is served by its own process (``python -m trawl.crawl.server``)
+For each site size the site is served by its own process (``python -m trawl.demo.httpd``)
 and crawled to depth 5 by: trawl on SQLite and on PostgreSQL (WARC on), ``wget -r
 --warc-file`` and Scrapy (breadth-first settings, no WARC: it has none). Each system runs
 under a wrapper that reports its peak RSS (``ru_maxrss`` of the process tree's largest
@@ -59,7 +59,7 @@ def measured(argv: list[str], log: Path, env: dict[str, str] | None = None) -> d
 
 def serve(pages: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
     proc = subprocess.Popen(
-        [str(PY), "-m", "trawl.crawl.server", "--pages", str(pages)],
+        [str(PY), "-m", "trawl.demo.httpd", "--pages", str(pages)],
         stdout=subprocess.PIPE,
         text=True,
     )

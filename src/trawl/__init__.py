@@ -23,7 +23,7 @@ from trawl.model.errors import (
 from trawl.model.ids import MAX_ID_LENGTH
 from trawl.model.records import ItemView, JobView
 from trawl.model.states import JobStatus
-from trawl.runtime.actors import (
+from trawl.runtime.actor.spec import (
     Actor,
     ActorInfo,
     ActorType,

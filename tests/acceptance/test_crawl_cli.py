@@ -13,9 +13,9 @@ import pytest
 
 from tests.support import site_crawl, workload
 from tests.support.procs import Procs, running, wait_for
-from trawl.crawl import service
-from trawl.crawl.server import Script, SiteServer
-from trawl.crawl.site import generate
+from trawl.crawl import operations
+from trawl.demo.httpd import Script, SiteServer
+from trawl.demo.site import generate
 from trawl.store import migrate
 from trawl.store.store import Store
 
@@ -31,8 +31,8 @@ def _done(url: str) -> int:
     with Store(url) as store:
         if migrate.current(store.db) != migrate.head():
             return 0  # the command has not created the schema yet
-        crawls = service.all_crawls(store)
-        return service.progress(store, crawls[0].id).done if crawls else 0
+        crawls = operations.all_crawls(store)
+        return operations.progress(store, crawls[0].id).done if crawls else 0
 
 
 def test_kill_9_half_way_then_the_same_command_resumes(procs: Procs, tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from tests.support import site_crawl
 from trawl.crawl.options import Options
-from trawl.crawl.server import Script, SiteServer
-from trawl.crawl.site import generate, random_graph
+from trawl.demo.httpd import Script, SiteServer
+from trawl.demo.site import generate, random_graph
 
 NO_ROBOTS = Options(robots=False, timeout=5.0)
 

@@ -7,8 +7,8 @@ import itertools
 
 from tests.support import site_crawl
 from trawl.crawl.options import Options
-from trawl.crawl.server import Script, SiteServer
-from trawl.crawl.site import random_graph
+from trawl.demo.httpd import Script, SiteServer
+from trawl.demo.site import random_graph
 
 DELAY = 0.12
 SLACK = 0.003  # the server's clock reads a request a little after it was sent

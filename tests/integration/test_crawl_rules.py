@@ -9,12 +9,12 @@ import time
 import pytest
 
 from tests.support import site_crawl
-from trawl.crawl import service
+from trawl.crawl import operations
+from trawl.crawl.operations import RulesetConflict
 from trawl.crawl.options import Options
 from trawl.crawl.rules import make_rule
-from trawl.crawl.server import SiteServer
-from trawl.crawl.service import RulesetConflict
-from trawl.crawl.site import generate
+from trawl.demo.httpd import SiteServer
+from trawl.demo.site import generate
 from trawl.store.store import Store
 
 
@@ -53,10 +53,10 @@ def test_an_edit_based_on_an_old_ruleset_is_rejected(sqlite_url: str) -> None:
     with SiteServer(generate(50)) as server:
         crawl_id = site_crawl.create(sqlite_url, server, depth=1)
     with Store(sqlite_url) as store:
-        assert service.edit_rules(store, crawl_id, add=[make_rule("skip", "x")], ensure=1) == 2
+        assert operations.edit_rules(store, crawl_id, add=[make_rule("skip", "x")], ensure=1) == 2
         with pytest.raises(RulesetConflict, match="at version 2, not 1"):
-            service.edit_rules(store, crawl_id, add=[make_rule("skip", "y")], ensure=1)
-        version, rules = service.rules(store, crawl_id)
+            operations.edit_rules(store, crawl_id, add=[make_rule("skip", "y")], ensure=1)
+        version, rules = operations.rules(store, crawl_id)
     assert version == 2
     assert [r["match"] for r in rules if r["kind"] == "skip"] == ["x"]
 
@@ -65,7 +65,7 @@ def _edit_after(url: str, crawl_id: int, count: int, edits: list[tuple[int, floa
     """Once *count* pages are done, add a rule skipping /page/ URLs (from another thread)."""
     deadline = time.monotonic() + 60
     with Store(url) as store:
-        while service.progress(store, crawl_id).done < count and time.monotonic() < deadline:
+        while operations.progress(store, crawl_id).done < count and time.monotonic() < deadline:
             time.sleep(0.02)
         rule = make_rule("skip", r"/page/")
-        edits.append((service.edit_rules(store, crawl_id, add=[rule], ensure=1), time.time()))
+        edits.append((operations.edit_rules(store, crawl_id, add=[rule], ensure=1), time.time()))

@@ -12,8 +12,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tests.support import site_crawl
 from trawl.crawl.options import Options
-from trawl.crawl.server import SiteServer
-from trawl.crawl.site import generate
+from trawl.demo.httpd import SiteServer
+from trawl.demo.site import generate
 
 
 def test_warc_is_valid_and_repeated_payloads_are_revisits(tmp_path: Path, sqlite_url: str) -> None:

@@ -12,7 +12,7 @@ from tests.integration.conftest import FakeClock
 from tests.integration.helpers import LEASE, claim, item, job_of, success, task
 from trawl.engine.commit import commit
 from trawl.engine.keyed import claim_keyed
-from trawl.runtime.actors import actor_key
+from trawl.runtime.actor.spec import actor_key
 from trawl.runtime.settle import Death, held_jobs, settle
 from trawl.store import queues
 from trawl.store.store import Store

@@ -124,7 +124,7 @@ def actor_pids(parent: int) -> list[int]:
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[1].split()
-        actor = b"trawl.runtime.actor_process" in cmdline
+        actor = b"trawl.runtime.actor.main" in cmdline
         if actor and int(fields[1]) == parent and fields[0] != "Z":
             found.append(int(entry.name))
     return found

@@ -7,11 +7,11 @@ import asyncio
 from typing import Any
 
 from trawl.cli.crawlview import page_json
-from trawl.crawl import runner, service
+from trawl.crawl import foreground, operations
 from trawl.crawl.app import make_app
+from trawl.crawl.operations import CrawlSpec, Progress
 from trawl.crawl.options import Options
-from trawl.crawl.server import SiteServer
-from trawl.crawl.service import CrawlSpec, Progress
+from trawl.demo.httpd import SiteServer
 from trawl.store import migrate
 from trawl.store.crawls import FETCH_TASK, CrawlTables
 from trawl.store.store import Store
@@ -22,12 +22,12 @@ def create(url: str, server: SiteServer, **spec: Any) -> int:
     seeds = spec.pop("seeds", (server.url(("main", "/")),))
     with Store(url) as store:
         migrate.ensure(store.db, auto=store.is_sqlite)
-        service.register(store, make_app().get(FETCH_TASK).info())
-        return service.create(store, CrawlSpec(seeds=seeds, options=options, **spec))
+        operations.register(store, make_app().get(FETCH_TASK).info())
+        return operations.create(store, CrawlSpec(seeds=seeds, options=options, **spec))
 
 
 def run(url: str, crawl_id: int, *, concurrency: int = 8, lease: float = 30.0) -> Progress:
-    return asyncio.run(runner.run(url, crawl_id, concurrency=concurrency, lease=lease))
+    return asyncio.run(foreground.run(url, crawl_id, concurrency=concurrency, lease=lease))
 
 
 def pages(url: str, crawl_id: int) -> dict[str, dict[str, Any]]:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 import trawl
-from trawl.runtime.actors import ActorInfo, ActorType, QueueInfo, actors_to_spawn
+from trawl.runtime.actor.spec import ActorInfo, ActorType, QueueInfo, actors_to_spawn
 from trawl.runtime.orchestrator import _round_robin
 
 

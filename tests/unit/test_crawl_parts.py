@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from trawl.crawl.extract import css_links, html_links
-from trawl.crawl.fetch import retry_after
 from trawl.crawl.robots import Robots
 from trawl.crawl.rules import DEFAULT_USER_AGENT, Ruleset, make_rule
+from trawl.crawl.task import retry_after
 from trawl.crawl.urls import canonical
 from trawl.model.errors import InvalidInput
 

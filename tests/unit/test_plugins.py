@@ -15,7 +15,7 @@ import trawl
 from trawl.model.records import AttemptResult, CommitReport, FailureInfo
 from trawl.model.states import Outcome
 from trawl.runtime import hookspecs
-from trawl.runtime.actorhooks import ActorHooks
+from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.plugins import Plugins
 
 ROOT = Path(__file__).resolve().parents[2]

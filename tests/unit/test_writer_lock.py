@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from trawl.store import writer_lock
-from trawl.store.database import Database
+from trawl.store.connection import Database
 
 
 def test_a_second_writer_waits_for_the_first_to_commit(tmp_path: Path) -> None:

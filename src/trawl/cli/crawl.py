@@ -10,11 +10,11 @@ import click
 
 from trawl.cli import crawlview, output
 from trawl.cli.common import duration, json_option, open_store, settings
+from trawl.crawl import foreground, operations
 from trawl.crawl import rules as crawl_rules
-from trawl.crawl import runner, service
 from trawl.crawl.app import DEFAULT_LEASE, make_app
+from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
-from trawl.crawl.service import CrawlSpec
 from trawl.store.crawls import FETCH_TASK, CrawlTables
 
 
@@ -145,8 +145,8 @@ def start(seeds: tuple[str, ...], **opts: Any) -> None:
     """
     spec = _spec(seeds, opts)
     store = open_store()
-    service.register(store, make_app(lease=opts["lease"]).get(FETCH_TASK).info())
-    found = None if opts["new"] else service.find(store, spec)
+    operations.register(store, make_app(lease=opts["lease"]).get(FETCH_TASK).info())
+    found = None if opts["new"] else operations.find(store, spec)
     if found is not None:
         crawl_id = found.id
         if found.aborted:
@@ -155,7 +155,7 @@ def start(seeds: tuple[str, ...], **opts: Any) -> None:
             )
         click.echo(f"resuming crawl {crawl_id}", err=True)
     else:
-        crawl_id = service.create(store, spec)
+        crawl_id = operations.create(store, spec)
         click.echo(f"crawl {crawl_id} started", err=True)
     work(crawl_id, spec.concurrency, opts["lease"], opts["show_progress"])
 
@@ -173,7 +173,7 @@ def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:
         warc_size=opts["warc_size"],
     )
     return CrawlSpec(
-        seeds=service.canonical_seeds(seeds),
+        seeds=operations.canonical_seeds(seeds),
         depth=opts["depth"],
         accept=opts["accept"],
         reject=opts["reject"],
@@ -186,11 +186,11 @@ def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:
     )
 
 
-def work(crawl_id: int, concurrency: int, lease: float, show_progress: bool) -> service.Progress:
+def work(crawl_id: int, concurrency: int, lease: float, show_progress: bool) -> operations.Progress:
     crawlview.configure_logging()
     with crawlview.reporter(show_progress) as on_progress:
         last = asyncio.run(
-            runner.run(
+            foreground.run(
                 settings().url,
                 crawl_id,
                 concurrency=concurrency,
@@ -199,7 +199,7 @@ def work(crawl_id: int, concurrency: int, lease: float, show_progress: bool) -> 
             )
         )
     click.echo(crawlview.summary(last))
-    if last.status != service.FINISHED:
+    if last.status != operations.FINISHED:
         click.echo(f"stopped: `trawl crawl resume {crawl_id}` (or the same command) continues")
     return last
 
@@ -220,7 +220,7 @@ def list_crawls(as_json: bool) -> None:
     or ABORTED.
     """
     store = open_store()
-    rows = [service.progress(store, c.id) for c in service.all_crawls(store)]
+    rows = [operations.progress(store, c.id) for c in operations.all_crawls(store)]
     if as_json:
         output.print_json({"crawls": [crawlview.brief_json(p) for p in rows]})
     elif not rows:
@@ -244,8 +244,8 @@ def show(crawl_id: int, as_json: bool) -> None:
      "frontier": 2, "bytes": 1048576, "responses": 812, "note": null, "tag": null}
     """
     store = open_store()
-    progress = service.progress(store, crawl_id)
-    version, rules = service.rules(store, crawl_id)
+    progress = operations.progress(store, crawl_id)
+    version, rules = operations.rules(store, crawl_id)
     if as_json:
         output.print_json(crawlview.full_json(progress, rules))
     else:
@@ -268,7 +268,7 @@ def pages(crawl_id: int, as_json: bool) -> None:
     robots or rule:VERSION) or STASHED (parked by an abort).
     """
     store = open_store()
-    service.get(store, crawl_id)
+    operations.get(store, crawl_id)
     rows = [crawlview.page_json(r) for r in CrawlTables(store.db).pages(crawl_id)]
     if as_json:
         output.print_json({"pages": rows})
@@ -286,7 +286,7 @@ def abort(crawl_id: int) -> None:
 
     `trawl crawl resume ID` undoes it.
     """
-    parked = service.abort(open_store(), crawl_id)
+    parked = operations.abort(open_store(), crawl_id)
     click.echo(f"crawl {crawl_id} aborted: {output.plural(parked, 'page')} set aside")
 
 
@@ -316,10 +316,10 @@ def abort(crawl_id: int) -> None:
 def resume(crawl_id: int, concurrency: int | None, lease: float, show_progress: bool) -> None:
     """Resume a crawl (after an abort, a Ctrl-C or a crash) and work on it until finished."""
     store = open_store()
-    crawl_row = service.get(store, crawl_id)
-    service.register(store, make_app(lease=lease).get(FETCH_TASK).info())
+    crawl_row = operations.get(store, crawl_id)
+    operations.register(store, make_app(lease=lease).get(FETCH_TASK).info())
     if crawl_row.aborted:
-        count = service.resume(store, crawl_id)
+        count = operations.resume(store, crawl_id)
         click.echo(f"crawl {crawl_id} resumed: {output.plural(count, 'page')} due again", err=True)
     work(crawl_id, concurrency or max(1, crawl_row.concurrency), lease, show_progress)
 
@@ -329,7 +329,7 @@ def resume(crawl_id: int, concurrency: int | None, lease: float, show_progress: 
 @click.argument("value", metavar="N", type=click.IntRange(min=0))
 def concurrency(crawl_id: int, value: int) -> None:
     """Set how many of a crawl's requests may be in flight (0 pauses it)."""
-    service.set_concurrency(open_store(), crawl_id, value)
+    operations.set_concurrency(open_store(), crawl_id, value)
     click.echo(f"crawl {crawl_id}: concurrency {value}")
 
 
@@ -338,7 +338,7 @@ def concurrency(crawl_id: int, value: int) -> None:
 @click.argument("value", metavar="N", type=int)
 def nice(crawl_id: int, value: int) -> None:
     """Set a crawl's niceness: pages of crawls with lower niceness are fetched first."""
-    count = service.set_niceness(open_store(), crawl_id, value)
+    count = operations.set_niceness(open_store(), crawl_id, value)
     click.echo(f"crawl {crawl_id}: niceness {value} ({output.plural(count, 'page')})")
 
 
@@ -384,7 +384,7 @@ _ensure = click.option(
 def rule_add(crawl_id: int, note: str | None, ensure: int | None, **kinds: str | None) -> None:
     """Add a rule at the end of a crawl's rules (the last matching rule wins)."""
     new = _rule(kinds)
-    version = service.edit_rules(open_store(), crawl_id, add=[new], ensure=ensure, note=note)
+    version = operations.edit_rules(open_store(), crawl_id, add=[new], ensure=ensure, note=note)
     click.echo(f"crawl {crawl_id}: ruleset version {version}")
 
 
@@ -410,7 +410,7 @@ def _rule(kinds: dict[str, str | None]) -> crawl_rules.Rule:
 @_ensure
 def rule_remove(crawl_id: int, position: int, note: str | None, ensure: int | None) -> None:
     """Remove rule number N (as `rule list` numbers them)."""
-    version = service.edit_rules(
+    version = operations.edit_rules(
         open_store(), crawl_id, remove=[position], ensure=ensure, note=note
     )
     click.echo(f"crawl {crawl_id}: ruleset version {version}")
@@ -428,7 +428,7 @@ def rule_list(crawl_id: int, as_json: bool) -> None:
     {"version": 2, "rules": [{"kind": "accept", "match": "example\\\\.org",
                               "value": true}, {"kind": "skip", ...}]}
     """
-    version, rules = service.rules(open_store(), crawl_id)
+    version, rules = operations.rules(open_store(), crawl_id)
     if as_json:
         output.print_json({"version": version, "rules": rules})
         return

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from trawl.cli import output
 from trawl.cli.progress import configure_logging as _configure_logging
-from trawl.crawl.service import Progress
+from trawl.crawl.operations import Progress
 
 log = logging.getLogger("trawl.crawl")
 

@@ -10,7 +10,7 @@ import click
 from trawl.cli import output
 from trawl.cli.common import json_option, settings
 from trawl.store import migrate
-from trawl.store.database import Database
+from trawl.store.connection import Database
 from trawl.store.url import display
 
 

@@ -11,12 +11,13 @@ import click
 
 from trawl.cli import crawl as crawl_cli
 from trawl.cli.common import Settings, open_store
-from trawl.crawl import service, verify
+from trawl.crawl import operations
 from trawl.crawl.app import make_app
+from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
-from trawl.crawl.server import SiteServer, truth_file
-from trawl.crawl.service import CrawlSpec
-from trawl.crawl.site import generate
+from trawl.demo import verify
+from trawl.demo.httpd import SiteServer, truth_file
+from trawl.demo.site import generate
 from trawl.store.crawls import FETCH_TASK, CrawlTables
 
 
@@ -94,8 +95,8 @@ def demo(
             options=Options(warc=str(directory / "demo.warc.gz"), timeout=10.0),
         )
         store = open_store()
-        service.register(store, make_app().get(FETCH_TASK).info())
-        crawl_id = service.create(store, spec)
+        operations.register(store, make_app().get(FETCH_TASK).info())
+        crawl_id = operations.create(store, spec)
         click.echo(f"crawl {crawl_id}: {root} to depth {depth}", err=True)
         crawl_cli.work(crawl_id, concurrency, 30.0, show_progress)
         _check(store, crawl_id, server, truth, depth, directory)

@@ -19,7 +19,7 @@ from rich.table import Table
 
 from trawl.cli import output
 from trawl.cli.progress import stderr_is_terminal
-from trawl.runtime.actors import ActorInfo, QueueInfo
+from trawl.runtime.actor.spec import ActorInfo, QueueInfo
 from trawl.runtime.orchestrator import Orchestrator
 from trawl.runtime.plugins import hookimpl
 

@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from trawl.crawl.fetch import fetch_page
 from trawl.crawl.frontier import PAGE_TAG
+from trawl.crawl.task import fetch_page
 from trawl.runtime.app import App
 from trawl.store.crawls import FETCH_TASK
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from trawl.engine.effects import EffectApplier
+from trawl.engine.apply import EffectApplier
 from trawl.model.records import AttemptResult, CommitReport, FailureInfo
 from trawl.model.states import Journal, Outcome
 from trawl.store import scheduling

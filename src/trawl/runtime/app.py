@@ -13,7 +13,7 @@ from trawl.model.errors import InvalidInput, UnknownTask
 from trawl.model.ids import check_tag
 from trawl.model.limits import KeyFunction, Limit, make_limit
 from trawl.model.records import TaskInfo
-from trawl.runtime.actors import Actor
+from trawl.runtime.actor.spec import Actor
 from trawl.runtime.schedule import Schedule, make_schedule
 from trawl.store.url import default_url
 

@@ -11,7 +11,7 @@ from trawl.model import effects as fx
 from trawl.model.records import ClaimedJob
 from trawl.runtime.app import App, TaskDef
 from trawl.runtime.context import Context
-from trawl.runtime.dbthread import StoreThread
+from trawl.runtime.store_thread import StoreThread
 from trawl.store import codec, migrate
 from trawl.store.store import Store
 

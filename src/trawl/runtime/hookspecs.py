@@ -16,7 +16,7 @@ import pluggy
 from trawl.model.records import AttemptResult, ClaimedJob
 
 if TYPE_CHECKING:
-    from trawl.runtime.actors import ActorInfo, QueueInfo
+    from trawl.runtime.actor.spec import ActorInfo, QueueInfo
     from trawl.runtime.orchestrator import Orchestrator
 
 hookspec = pluggy.HookspecMarker("trawl")

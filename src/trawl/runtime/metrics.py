@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from trawl.model.records import AttemptResult
-from trawl.runtime.actors import ActorInfo
+from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.plugins import hookimpl
 
 

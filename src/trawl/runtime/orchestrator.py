@@ -23,17 +23,17 @@ from typing import Any
 from trawl.engine.keyed import KEY_WINDOW
 from trawl.model.errors import DatabaseUnavailable, InvalidInput
 from trawl.model.records import TaskCounts
-from trawl.runtime.actorhooks import transitions
-from trawl.runtime.actors import ActorType, QueueInfo, actor_key
-from trawl.runtime.app import App, TaskDef
-from trawl.runtime.children import (
+from trawl.runtime.actor.handle import (
     EXIT_REPLACE,
     EXIT_START_FAILED,
-    ActorProcess,
+    ActorHandle,
     Launch,
     kill_group,
     spawn,
 )
+from trawl.runtime.actor.hooks import transitions
+from trawl.runtime.actor.spec import ActorType, QueueInfo, actor_key
+from trawl.runtime.app import App, TaskDef
 from trawl.runtime.lock import OrchestratorLock
 from trawl.runtime.metrics import Metrics
 from trawl.runtime.plugins import Plugins, for_app
@@ -93,11 +93,11 @@ class Orchestrator:
         self.metrics = Metrics()
         self.plugins = plugins or for_app(app)
         self.plugins.register(self.metrics, "trawl.metrics")
-        self.actors: dict[int, ActorProcess] = {}
+        self.actors: dict[int, ActorHandle] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.orphans: dict[str, int] = {}
         self._warned: set[str] = set()
-        self._unsettled: list[tuple[ActorProcess, Death, str]] = []
+        self._unsettled: list[tuple[ActorHandle, Death, str]] = []
         self._cooldown: dict[tuple[str, str | None], tuple[float, float]] = {}
         self._wake = threading.Event()  # new work was announced (PostgreSQL), or stop
         self._stopped = threading.Event()
@@ -279,7 +279,7 @@ class Orchestrator:
             self._unsettled.append((child, death, _why(child, code, reason)))
             self._after_exit(child, code, reason)
 
-    def _ending(self, child: ActorProcess, code: int) -> tuple[str, Death]:
+    def _ending(self, child: ActorHandle, code: int) -> tuple[str, Death]:
         if child.killed == "stalled":
             return "killed", Death.STALLED
         if child.killed is not None:
@@ -292,7 +292,7 @@ class Orchestrator:
             return "failed to start", Death.CRASHED
         return "crashed", Death.CRASHED
 
-    def _after_exit(self, child: ActorProcess, code: int, reason: str) -> None:
+    def _after_exit(self, child: ActorHandle, code: int, reason: str) -> None:
         info = child.info
         if reason in ("crashed", "failed to start"):
             log.warning("actor %s %s (exit %s)", child.label, reason, _code(code))
@@ -435,7 +435,7 @@ def _round_robin(
             return
 
 
-def _why(child: ActorProcess, code: int, reason: str) -> str:
+def _why(child: ActorHandle, code: int, reason: str) -> str:
     if child.killed == "stalled":
         return (
             f"task {child.info.type!r} exceeded its timeout of {child.type.timeout:g}s: its "

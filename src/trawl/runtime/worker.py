@@ -21,14 +21,14 @@ from trawl.engine.commit import commit
 from trawl.model.errors import DatabaseUnavailable, InvalidData, NotFound
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, FailureInfo
 from trawl.model.states import Outcome
-from trawl.runtime.actorhooks import ActorHooks
-from trawl.runtime.actors import ActorInfo
+from trawl.runtime.actor.hooks import ActorHooks
+from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.app import App, TaskDef
 from trawl.runtime.context import Context
-from trawl.runtime.dbthread import StoreThread
 from trawl.runtime.outcome import attempt_result
 from trawl.runtime.plugins import for_app
 from trawl.runtime.stats import WorkerStats
+from trawl.runtime.store_thread import StoreThread
 from trawl.store import codec, migrate
 from trawl.store.notify import Listener
 from trawl.store.store import Store

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from trawl.model.records import NewItem
 from trawl.model.states import Journal
 from trawl.store import codec
-from trawl.store.database import Database
+from trawl.store.connection import Database
 from trawl.store.sql import NEW_JOBS, q
 
 _JOBS = (

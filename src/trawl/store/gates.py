@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trawl.store import codec
-from trawl.store.database import Database
+from trawl.store.connection import Database
 from trawl.store.sql import q
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from trawl.model.errors import AliasError, ItemExists, ItemNotFound
 from trawl.model.states import Journal
 from trawl.store import codec
-from trawl.store.database import Database
+from trawl.store.connection import Database
 from trawl.store.sql import (
     DESELECT_ORPHANED_JOBS,
     RESOLVE,

@@ -13,7 +13,7 @@ from sqlalchemy import exc
 
 from trawl.model.errors import SchemaOutdated
 from trawl.store import url as urls
-from trawl.store.database import Database
+from trawl.store.connection import Database
 from trawl.store.sql import q
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from typing import Any
 
 from trawl.model.records import ClaimedJob
 from trawl.store import codec
-from trawl.store.database import Database
+from trawl.store.connection import Database
 from trawl.store.sql import q
 
 # Due rows already in the claim index (``ready``), one task at a time.

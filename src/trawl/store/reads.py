@@ -13,7 +13,7 @@ from trawl.model.records import (
 )
 from trawl.model.states import JobStatus
 from trawl.store import codec
-from trawl.store.database import Database
+from trawl.store.connection import Database
 from trawl.store.sql import RESOLVE, q
 
 _ITEM = q("SELECT id, data, created_by, created_at, updated_at FROM items WHERE id = :id")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trawl.store.database import Database
+from trawl.store.connection import Database
 from trawl.store.sql import q
 
 _RESULT = q(

@@ -11,7 +11,7 @@ from trawl.model.limits import Limit
 from trawl.model.records import TaskInfo
 from trawl.model.states import Journal
 from trawl.store import codec
-from trawl.store.database import Database
+from trawl.store.connection import Database
 from trawl.store.items import Items
 from trawl.store.notify import CHANNEL
 from trawl.store.sql import q

@@ -24,7 +24,7 @@ from trawl.model.records import (
 from trawl.model.states import Journal
 from trawl.store import admin, bulk, codec, reads, scheduling, transitions
 from trawl.store import claim as claims
-from trawl.store.database import Database
+from trawl.store.connection import Database
 from trawl.store.items import Items
 from trawl.store.results import Results
 from trawl.store.sql import NEW_JOBS, NOTIFY, RESELECT, q

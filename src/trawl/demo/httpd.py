@@ -1,8 +1,8 @@
-"""A local HTTP/1.1 server for a generated :class:`~trawl.crawl.site.Site`: one port per
+"""A local HTTP/1.1 server for a generated :class:`~trawl.demo.site.Site`: one port per
 host label on 127.0.0.1, keep-alive, TCP_NODELAY, and a request log with start times.
 
 Tests script its misbehaviour: transient 503s or connection resets for chosen paths, and
-429 + Retry-After for a host's first requests. ``python -m trawl.crawl.server`` runs it as
+429 + Retry-After for a host's first requests. ``python -m trawl.demo.httpd`` runs it as
 a process of its own (the benchmark does, so the server does not share the crawler's CPU).
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from email.utils import formatdate
 from pathlib import Path
 
-from trawl.crawl.site import HOSTS, Key, Site, generate, render
+from trawl.demo.site import HOSTS, Key, Site, generate, render
 
 REASONS = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 503: "Service Unavailable"}
 
@@ -207,7 +207,7 @@ def serving(pages: int = 500, seed: int = 1) -> Iterator[SiteServer]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m trawl.crawl.server --pages N``: serve until killed; prints the origins."""
+    """``python -m trawl.demo.httpd --pages N``: serve until killed; prints the origins."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--pages", type=int, default=500)
     parser.add_argument("--seed", type=int, default=1)

@@ -1,4 +1,4 @@
-"""One actor process, as the orchestrator starts it: ``python -m trawl.runtime.actor_process``.
+"""One actor process, as the orchestrator starts it: ``python -m trawl.runtime.actor.main``.
 
 It loads the app, runs the actor type's ``on_startup``, then a worker restricted to its
 task (and launch key) that exits once its queue stays empty, then ``on_shutdown``. Logs go
@@ -28,10 +28,10 @@ from typing import Any
 from trawl.engine.keyed import claim_keyed
 from trawl.model.errors import TrawlError
 from trawl.model.records import ClaimedJob
-from trawl.runtime.actorhooks import ActorHooks
-from trawl.runtime.actors import ActorInfo, actor_key, set_current
+from trawl.runtime.actor.handle import EXIT_REPLACE, EXIT_START_FAILED, owner_id
+from trawl.runtime.actor.hooks import ActorHooks
+from trawl.runtime.actor.spec import ActorInfo, actor_key, set_current
 from trawl.runtime.app import App, TaskDef
-from trawl.runtime.children import EXIT_REPLACE, EXIT_START_FAILED, owner_id
 from trawl.runtime.loader import load_app
 from trawl.runtime.logjson import JsonFormatter
 from trawl.runtime.plugins import for_app, hookimpl

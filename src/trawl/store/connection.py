@@ -3,7 +3,7 @@
 Transactions are issued by hand (the connection runs in autocommit mode) so that SQLite can
 take its write lock up front with ``BEGIN IMMEDIATE`` — one writer, queued by the busy
 timeout — while reads stay plain deferred transactions. Hot-path statements go through
-:meth:`Database.send` and :meth:`Database.fetch` (see driver.py): on PostgreSQL a write
+:meth:`Database.send` and :meth:`Database.fetch` (see hotpath.py): on PostgreSQL a write
 transaction's BEGIN, the statements whose results nobody reads, and its COMMIT travel in
 pipelines with the statements that do return something.
 """
@@ -21,7 +21,7 @@ from sqlalchemy import event, exc
 from trawl.model.errors import DatabaseUnavailable, TrawlError
 from trawl.store import codec, writer_lock
 from trawl.store import url as urls
-from trawl.store.driver import Driver, Statement
+from trawl.store.hotpath import HotPath, Statement
 
 Params = Mapping[str, Any]
 
@@ -48,7 +48,7 @@ class Database:
         self.url = url
         sa_url, self.dialect = urls.parse(url)
         self.engine = _engine(sa_url, self.dialect)
-        self._driver = Driver(self.engine.dialect)
+        self._driver = HotPath(self.engine.dialect)
         # Whatever reaches the connection through SQLAlchemy (here, in alembic, in a test
         # holding the connection) goes after the statements queued before it.
         event.listen(self.engine, "before_cursor_execute", self._before_sqlalchemy)

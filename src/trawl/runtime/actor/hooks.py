@@ -13,10 +13,10 @@ from typing import Any
 
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport
 from trawl.model.states import Journal, Outcome
-from trawl.runtime.actors import ActorInfo
+from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.plugins import Plugins
 from trawl.store import codec
-from trawl.store.database import Database
+from trawl.store.connection import Database
 
 _BY_OUTCOME = {
     Outcome.SUCCESS: "trawl_job_done",

@@ -8,10 +8,10 @@ import contextlib
 import time
 from collections.abc import Callable
 
-from trawl.crawl import process, service
+from trawl.crawl import operations, state
 from trawl.crawl.app import make_app
-from trawl.crawl.service import Progress
-from trawl.runtime.dbthread import StoreThread
+from trawl.crawl.operations import Progress
+from trawl.runtime.store_thread import StoreThread
 from trawl.runtime.worker import Worker
 from trawl.store.store import Store
 
@@ -39,13 +39,13 @@ async def run(
     try:
         last = await _watch(watcher, crawl_id, worker, working, on_progress)
         await working
-        last = await watcher.call(service.progress, watcher.store, crawl_id)
+        last = await watcher.call(operations.progress, watcher.store, crawl_id)
     finally:
         if not working.done():
             worker.stop()
             with contextlib.suppress(Exception):
                 await working
-        await process.shutdown()
+        await state.shutdown()
         await asyncio.to_thread(watcher.close)
     if on_progress is not None:
         on_progress(last)
@@ -61,11 +61,11 @@ async def _watch(
 ) -> Progress:
     while True:
         started = time.monotonic()
-        last = await watcher.call(service.progress, watcher.store, crawl_id)
+        last = await watcher.call(operations.progress, watcher.store, crawl_id)
         cost = time.monotonic() - started
         if on_progress is not None:
             on_progress(last)
-        if last.status in (service.FINISHED, service.ABORTED) and not last.claimed:
+        if last.status in (operations.FINISHED, operations.ABORTED) and not last.claimed:
             worker.stop()
             return last
         # Counting a big crawl's pages takes a while: keep it under a tenth of the time.

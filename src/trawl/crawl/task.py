@@ -12,15 +12,15 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from trawl.crawl import extract, fetcher, urls
-from trawl.crawl.effects import Fetched, Parked, Skipped
-from trawl.crawl.fetcher import FetchError, Response
+from trawl.crawl import client, extract, urls
+from trawl.crawl.client import FetchError, Response
 from trawl.crawl.frontier import Discover, Found
 from trawl.crawl.options import Options
+from trawl.crawl.outcomes import Fetched, Parked, Skipped
 from trawl.crawl.politeness import SLACK, Plan, block_host, store_robots
-from trawl.crawl.process import Runtime, runtime
 from trawl.crawl.robots import Robots, robots_url
 from trawl.crawl.rules import Settings
+from trawl.crawl.state import ProcessState, runtime
 from trawl.model.errors import NotFound
 from trawl.runtime.context import Context
 from trawl.store.crawls import CrawlRow
@@ -87,13 +87,13 @@ async def _sleep_until(start: float) -> None:
         await asyncio.sleep(wait)
 
 
-async def _fetch_robots(ctx: Context, rt: Runtime, plan: Plan, url: str) -> None:
+async def _fetch_robots(ctx: Context, rt: ProcessState, plan: Plan, url: str) -> None:
     r = _ready(plan)
     target = robots_url(url)
     started = time.time()
     headers = {"User-Agent": r.settings.user_agent}
     try:
-        resp = await fetcher.fetch(
+        resp = await client.fetch(
             rt.client(), target, headers=headers, timeout=r.options.timeout, max_bytes=1 << 20
         )
         status, body = resp.status, resp.text() if resp.status < 300 else ""
@@ -112,7 +112,7 @@ async def _fetch_robots(ctx: Context, rt: Runtime, plan: Plan, url: str) -> None
 
 
 async def _fetch(
-    ctx: Context, rt: Runtime, plan: Plan, crawl_id: int, url: str
+    ctx: Context, rt: ProcessState, plan: Plan, crawl_id: int, url: str
 ) -> dict[str, Any] | None:
     r = _ready(plan)
     started = time.time()
@@ -120,7 +120,7 @@ async def _fetch(
     headers = {"User-Agent": r.settings.user_agent, **r.settings.headers}
     ctx.allow_failure()  # a failed attempt still records itself and frees its slots
     try:
-        resp = await fetcher.fetch(
+        resp = await client.fetch(
             rt.client(),
             url,
             headers=headers,
@@ -141,7 +141,7 @@ async def _fetch(
 
 async def _handle(
     ctx: Context,
-    rt: Runtime,
+    rt: ProcessState,
     plan: Plan,
     crawl_id: int,
     url: str,

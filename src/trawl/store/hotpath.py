@@ -4,12 +4,12 @@ A worker's batch (commit what finished, claim the next) is about eight statement
 SQLAlchemy each one paid its parameter and result processing again, and on PostgreSQL each
 one was a network round trip of its own. Here a statement is compiled to the driver's SQL
 once, run on the DB-API connection, and on PostgreSQL a statement whose result nobody reads
-(:meth:`Driver.send`) waits in a queue: the next statement that needs a result, or the
+(:meth:`HotPath.send`) waits in a queue: the next statement that needs a result, or the
 COMMIT, goes out in one psycopg pipeline with everything queued before it, in order. A batch
 then costs three round trips instead of eight. On SQLite (in-process, no round trips)
 ``send`` runs at once.
 
-Driver errors come out as SQLAlchemy's ``DBAPIError`` subclasses, the type every caller
+HotPath errors come out as SQLAlchemy's ``DBAPIError`` subclasses, the type every caller
 already handles, with ``connection_invalidated`` set when the connection is gone. Each
 statement is logged at DEBUG on ``trawl.sql`` as it goes to the server.
 """
@@ -29,7 +29,7 @@ Statement = sa.TextClause | str  # a str is driver SQL already ("BEGIN", "COMMIT
 Params = Mapping[str, Any]
 
 
-class Driver:
+class HotPath:
     """Runs statements on one DB-API connection; on PostgreSQL, queues what it may."""
 
     def __init__(self, dialect: sa.Dialect) -> None:

@@ -9,8 +9,8 @@ from typing import Any
 
 import aiohttp
 
-from trawl.crawl import fetcher
-from trawl.crawl.fetcher import Response
+from trawl.crawl import client
+from trawl.crawl.client import Response
 from trawl.crawl.options import Options
 from trawl.crawl.politeness import Gate
 from trawl.crawl.warc import WarcFiles, Written
@@ -20,7 +20,7 @@ from trawl.store.crawls import CrawlRow, CrawlTables
 POOL = 256  # connections kept open per process, across hosts
 
 
-class Runtime:
+class ProcessState:
     """Per-process crawl state, bound to one event loop."""
 
     def __init__(self) -> None:
@@ -37,7 +37,7 @@ class Runtime:
 
     def client(self) -> aiohttp.ClientSession:
         if self._client is None or self._client.closed:
-            self._client = fetcher.session(POOL)
+            self._client = client.session(POOL)
         return self._client
 
     async def archive(
@@ -89,15 +89,15 @@ class Runtime:
         self._warcs.clear()
 
 
-_runtimes: dict[int, Runtime] = {}
+_runtimes: dict[int, ProcessState] = {}
 
 
-def runtime() -> Runtime:
+def runtime() -> ProcessState:
     """The running event loop's crawl state (a worker process has one loop)."""
     key = id(asyncio.get_running_loop())
     found = _runtimes.get(key)
     if found is None:
-        found = _runtimes[key] = Runtime()
+        found = _runtimes[key] = ProcessState()
     return found
 
 

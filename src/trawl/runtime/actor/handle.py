@@ -1,6 +1,6 @@
 """Actor processes as the orchestrator holds them: start, heartbeat, logs, stop, kill.
 
-Each actor runs ``python -m trawl.runtime.actor_process`` in a session of its own (so a
+Each actor runs ``python -m trawl.runtime.actor.main`` in a session of its own (so a
 Ctrl-C meant for the orchestrator is not delivered to it twice) with two pipes back: its
 stderr, whose JSON log lines a thread relays through the orchestrator's logging, and a
 heartbeat its event loop writes every half second. A heartbeat that stops means the loop
@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO
 
-from trawl.runtime.actors import ActorInfo, ActorType
+from trawl.runtime.actor.spec import ActorInfo, ActorType
 from trawl.runtime.logjson import relay
 
 log = logging.getLogger("trawl.orchestrator")
@@ -43,7 +43,7 @@ class Launch:
 
 
 @dataclass(kw_only=True, slots=True)
-class ActorProcess:
+class ActorHandle:
     """One actor the orchestrator started and has not yet reaped."""
 
     info: ActorInfo
@@ -95,7 +95,7 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def spawn(actor_type: ActorType, key: str | None, launch: Launch) -> ActorProcess:
+def spawn(actor_type: ActorType, key: str | None, launch: Launch) -> ActorHandle:
     """Start one actor of *actor_type* for launch *key*."""
     token = secrets.token_hex(3)
     read_fd, write_fd = os.pipe()
@@ -103,7 +103,7 @@ def spawn(actor_type: ActorType, key: str | None, launch: Launch) -> ActorProces
     argv = [
         sys.executable,
         "-m",
-        "trawl.runtime.actor_process",
+        "trawl.runtime.actor.main",
         "--app",
         launch.app_spec,
         "--db",
@@ -140,7 +140,7 @@ def spawn(actor_type: ActorType, key: str | None, launch: Launch) -> ActorProces
         owner=owner_id(popen.pid, token),
         tasks=(actor_type.name,),
     )
-    child = ActorProcess(info=info, type=actor_type, popen=popen, beat_fd=read_fd)
+    child = ActorHandle(info=info, type=actor_type, popen=popen, beat_fd=read_fd)
     assert popen.stderr is not None
     threading.Thread(
         target=_relay_logs, args=(popen.stderr, child.label), name="trawl-relay", daemon=True
