@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -15,6 +19,7 @@ from trawl.crawl import rules as crawl_rules
 from trawl.crawl.app import DEFAULT_LEASE, make_app
 from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
+from trawl.runtime.lock import runtime_dir
 from trawl.store.crawls import FETCH_TASK, CrawlTables
 
 
@@ -130,6 +135,11 @@ def crawl() -> None:
 )
 @click.option("--new", is_flag=True, help="Start a new crawl even if this command made one before.")
 @click.option(
+    "--detach",
+    is_flag=True,
+    help='Work on the crawl in a background process; print {"id": N, "pid": P, "log": PATH}.',
+)
+@click.option(
     "--progress/--no-progress",
     "show_progress",
     default=True,
@@ -157,7 +167,27 @@ def start(seeds: tuple[str, ...], **opts: Any) -> None:
     else:
         crawl_id = operations.create(store, spec)
         click.echo(f"crawl {crawl_id} started", err=True)
+    if opts["detach"]:
+        pid, log = detach(crawl_id, opts["lease"])
+        output.print_json({"id": crawl_id, "pid": pid, "log": str(log)})
+        return
     work(crawl_id, spec.concurrency, opts["lease"], opts["show_progress"])
+
+
+def detach(crawl_id: int, lease: float) -> tuple[int, Path]:
+    """Start `trawl crawl resume ID` in a session of its own; returns its pid and log."""
+    log = runtime_dir() / f"crawl-{crawl_id}.log"
+    argv = ["crawl", "resume", str(crawl_id), "--no-progress", "--lease", f"{lease:g}s"]
+    with log.open("ab") as sink:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "trawl", *argv],
+            env=os.environ | {"TRAWL_DB": settings().url},  # never the password in argv
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=sink,
+            start_new_session=True,  # outlives this command and its terminal
+        )
+    return child.pid, log
 
 
 def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:

@@ -11,6 +11,7 @@ from trawl.cli import output
 from trawl.cli.common import json_option, open_store, task_option
 from trawl.model.ids import check_id, check_tag
 from trawl.model.records import TaskCounts
+from trawl.runtime import recurring
 from trawl.runtime.loader import load_app
 
 
@@ -44,7 +45,7 @@ def status(app_spec: str | None, as_json: bool) -> None:
                 "orphaned": false}]}
     """
     declared = set(load_app(app_spec).tasks) if app_spec is not None else None
-    rows = open_store().status()
+    rows = [row for row in open_store().status() if not _idle_builtin(row)]
     orphaned = {row.task for row in rows if _orphaned(row, declared)}
     if as_json:
         output.print_json({"tasks": [counts_json(row, row.task in orphaned) for row in rows]})
@@ -52,6 +53,12 @@ def status(app_spec: str | None, as_json: bool) -> None:
         click.echo("no tasks yet: run `trawl worker APP` to register the app's tasks")
     else:
         output.print_table(_status_table(rows, orphaned))
+
+
+def _idle_builtin(row: TaskCounts) -> bool:
+    """Every app has trawl.schedule; it is shown once there are schedules."""
+    counts = (row.queued, row.running, row.done, row.failed, row.skipped)
+    return row.task == recurring.TASK and not any(counts)
 
 
 def _orphaned(row: TaskCounts, declared: set[str] | None) -> bool:

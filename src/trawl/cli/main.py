@@ -8,7 +8,19 @@ from collections.abc import Sequence
 import click
 from click.exceptions import NoArgsIsHelpError
 
-from trawl.cli import crawl, db, demo, failures, items, jobs, journal, run, tasks, worker
+from trawl.cli import (
+    crawl,
+    db,
+    demo,
+    failures,
+    items,
+    jobs,
+    journal,
+    run,
+    schedule,
+    tasks,
+    worker,
+)
 from trawl.cli.common import Settings
 from trawl.model.errors import TrawlError
 
@@ -57,6 +69,7 @@ for command in (
     tasks.task,
     tasks.limits,
     crawl.crawl,
+    schedule.schedule,
     demo.demo,
 ):
     cli.add_command(command)

@@ -85,7 +85,7 @@ def run(
     """
     _configure_logging(log_level, log_json)
     app = load_app(app_spec)
-    if not app.tasks:
+    if not app.declared():
         raise InvalidInput("the app declares no tasks: decorate functions with @app.task")
     with live.progress(show_progress, progress_every, log_json) as display:
         plugins = for_app(app)

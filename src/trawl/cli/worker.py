@@ -150,7 +150,7 @@ def _print_dry_run(reports: list[DryRunJob], as_json: bool) -> None:
 
 
 def _task_names(tasks: str | None, app: App) -> list[str] | None:
-    if not app.tasks:
+    if not app.declared():
         raise InvalidInput("the app declares no tasks: decorate functions with @app.task")
     if tasks is None:
         return None

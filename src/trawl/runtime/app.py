@@ -13,6 +13,7 @@ from trawl.model.errors import InvalidInput, UnknownTask
 from trawl.model.ids import check_tag
 from trawl.model.limits import KeyFunction, Limit, make_limit
 from trawl.model.records import TaskInfo
+from trawl.runtime import recurring_task
 from trawl.runtime.actor.spec import Actor
 from trawl.runtime.schedule import Schedule, make_schedule
 from trawl.store.url import default_url
@@ -72,6 +73,8 @@ class App:
         self.plugins = list(plugins)
         self.tasks: dict[str, TaskDef] = {}
         self.limits: dict[str, Limit] = {}
+        recurring_task.declare(self)  # recurring schedules run wherever the app runs
+        self.builtin = frozenset(self.tasks)
 
     def limit(
         self,
@@ -184,6 +187,10 @@ class App:
             return func
 
         return register(fn) if fn is not None else register
+
+    def declared(self) -> list[TaskDef]:
+        """The tasks the user declared (every app also has the built-in ``trawl.schedule``)."""
+        return [d for d in self.tasks.values() if d.name not in self.builtin]
 
     def get(self, name: str) -> TaskDef:
         try:

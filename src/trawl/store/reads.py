@@ -34,10 +34,19 @@ _UNHANDLED = q("SELECT task, count(*) FROM failures WHERE NOT handled GROUP BY t
 _TASKS = q(
     "SELECT name, version, CASE WHEN paused THEN COALESCE(paused_reason, 'paused') END FROM tasks"
 )
+_TAGGED = q(
+    "SELECT item_id FROM tags WHERE name = :tag AND item_id > :after ORDER BY item_id LIMIT :limit"
+)
 _JOURNAL = q(
     "SELECT seq, at, kind, item_id, task, detail FROM journal WHERE seq > :since"
     " ORDER BY seq LIMIT :limit"
 )
+
+
+def tagged(db: Database, tag: str, after: str, limit: int) -> list[str]:
+    """Ids of items carrying *tag*, in id order, after the id *after* (a cursor)."""
+    params = {"tag": tag, "after": after, "limit": limit}
+    return list(db.execute(_TAGGED, params).scalars())
 
 
 def item(db: Database, alias: str) -> ItemView | None:

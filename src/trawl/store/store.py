@@ -345,6 +345,10 @@ class Store:
     def get_item(self, alias: str) -> ItemView | None:
         return reads.item(self.db, alias)
 
+    def tagged(self, tag: str, *, after: str = "", limit: int = 1000) -> list[str]:
+        """Ids of items tagged *tag*, in id order, after *after* (pass the last one seen)."""
+        return reads.tagged(self.db, tag, after, limit)
+
     def get_metadata(self, task: str, alias: str) -> dict[str, Any] | None:
         return reads.metadata(self.db, task, alias)
 
