@@ -23,6 +23,8 @@ from trawl.model.records import (
     TaskInfo,
 )
 from trawl.model.states import Outcome
+from trawl.runtime.app import App
+from trawl.runtime.settle import sweep_lapsed
 from trawl.store import codec
 from trawl.store.store import Store
 
@@ -74,6 +76,22 @@ def claim(
     store: Store, *tasks: str, limit: int = 100, owner: str = "w1", lease: float = LEASE
 ) -> list[ClaimedJob]:
     return store.claim(dict.fromkeys(tasks or ("price",), lease), limit, owner)
+
+
+def sweep_lost(store: Store, *tasks: str) -> list[AttemptResult]:
+    """Settle lapsed leases as lost attempts, due again at once (a worker's sweep, with no
+    backoff); returns the lost attempts."""
+    app = App()
+    for name in tasks or ("price",):
+        app.task(name=name, retries=3, backoff=0)(lambda ctx: None)
+    found, _ = sweep_lapsed(store, {name: app.get(name) for name in tasks or ("price",)})
+    return found
+
+
+def reclaim(store: Store, task_name: str = "price", owner: str = "w2") -> ClaimedJob:
+    """After a lease lapsed: settle it as lost, then claim the job again."""
+    assert sweep_lost(store, task_name), "expected a lapsed lease to settle"
+    return claim_one(store, task_name, owner)
 
 
 def claim_one(store: Store, task_name: str = "price", owner: str = "w1") -> ClaimedJob:

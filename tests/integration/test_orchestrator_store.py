@@ -9,7 +9,7 @@ import pytest
 
 import trawl
 from tests.integration.conftest import FakeClock
-from tests.integration.helpers import LEASE, claim, item, job_of, success, task
+from tests.integration.helpers import LEASE, claim, item, job_of, reclaim, success, task
 from trawl.engine.commit import commit
 from trawl.engine.keyed import claim_keyed
 from trawl.runtime.actor.spec import actor_key
@@ -132,7 +132,7 @@ def test_settling_an_attempt_that_was_already_reclaimed_changes_nothing(
     claim(store, owner="dead")
     held = held_jobs(store, "price", "dead")
     clock.advance(LEASE + 1)
-    (again,) = claim(store, owner="alive")
+    again = reclaim(store, owner="alive")
     _, report = settle(store, _price_task(), held, Death.CRASHED, "late")
     assert report.stale == [again.job_id]
     view = job_of(store, again.item_id)

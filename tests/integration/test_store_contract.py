@@ -27,6 +27,7 @@ from tests.integration.helpers import (
     job_of,
     journal_kinds,
     last_seq,
+    reclaim,
     sql_statements,
     success,
     task,
@@ -224,9 +225,13 @@ def test_a_claimed_job_is_claimable_again_only_after_its_lease(
     clock.advance(LEASE - 1)
     assert claim(store, owner="w2") == []
     clock.advance(2)
-    second = claim_one(store, owner="w2")
+    assert claim(store, owner="w2") == []  # lapsed: a crashed attempt, settled first
+    second = reclaim(store, owner="w2")
     assert (second.job_id, second.attempt) == (first.job_id, first.attempt + 1)
     assert job_of(store, "sku:1").owner == "w2"
+    lost = store.failures(task="price")
+    assert [(f.attempt, f.error_type) for f in lost] == [(1, "lost")]
+    assert "worker w1 ended without a commit" in lost[0].message
 
 
 def test_renewing_a_lease_keeps_the_job_from_being_claimed(store: Store, clock: FakeClock) -> None:
@@ -238,7 +243,7 @@ def test_renewing_a_lease_keeps_the_job_from_being_claimed(store: Store, clock: 
     clock.advance(20)  # past the first lease, inside the renewed one
     assert claim(store, owner="w2") == []
     clock.advance(LEASE)
-    assert claim_one(store, owner="w2").attempt == 2
+    assert reclaim(store, owner="w2").attempt == 2
 
 
 def test_renewing_a_lost_lease_is_refused(store: Store, clock: FakeClock) -> None:
@@ -246,7 +251,7 @@ def test_renewing_a_lost_lease_is_refused(store: Store, clock: FakeClock) -> Non
     products(store, "sku:1")
     old = claim_one(store, owner="w1")
     clock.advance(LEASE + 1)
-    claim_one(store, owner="w2")
+    reclaim(store, owner="w2")
     assert store.renew([(old.job_id, old.attempt, LEASE)]) == set()
 
 
@@ -274,7 +279,7 @@ def test_a_stale_commit_is_rejected_and_the_newer_result_stands(
     products(store, "sku:1")
     old = claim_one(store, owner="w1")
     clock.advance(LEASE + 1)
-    new = claim_one(store, owner="w2")
+    new = reclaim(store, owner="w2")
     commit_one(store, success(new, {"by": "w2"}))
     seq = last_seq(store)
     late = success(old, {"by": "w1"}, effects=(fx.UpdateData(id="sku:1", fn=lambda d: {"x": 1}),))
@@ -292,7 +297,7 @@ def test_a_stale_commit_while_the_newer_attempt_runs_does_not_end_it(
     products(store, "sku:1")
     old = claim_one(store, owner="w1")
     clock.advance(LEASE + 1)
-    new = claim_one(store, owner="w2")
+    new = reclaim(store, owner="w2")
     assert commit_one(store, success(old, {"by": "w1"})).stale == [old.job_id]
     assert job_of(store, "sku:1").status == JobStatus.RUNNING
     assert commit_one(store, success(new, {"by": "w2"})).committed == [new.job_id]
@@ -306,7 +311,7 @@ def test_a_batch_with_a_lost_attempt_and_its_replacement_commits_only_the_replac
     products(store, "sku:1")
     old = claim_one(store, owner="w1")
     clock.advance(LEASE + 1)
-    new = claim_one(store, owner="w1")
+    new = reclaim(store, owner="w1")
     report = commit(store, [success(old, {"attempt": 1}), success(new, {"attempt": 2})])
     assert (report.committed, report.stale) == ([new.job_id], [old.job_id])
     assert job_of(store, "sku:1").result == {"attempt": 2}

@@ -1,5 +1,6 @@
-"""Settling the jobs an actor still held when it died, so they are due at once rather than
-when their leases run out.
+"""Settling attempts that ended without a commit: the jobs an actor still held when it
+died (at once, rather than when their leases run out), and leases that lapsed (a worker
+killed, crashed or stopped: a *lost* attempt, counted against the job's retries).
 
 The commit is the ordinary fenced one (``id``, ``attempt``, ``status = 'running'``): if
 the actor committed an attempt just before it died, the orchestrator's commit for the same
@@ -8,7 +9,7 @@ attempt is stale and changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 
 from trawl.engine.commit import commit
@@ -27,10 +28,45 @@ class Death(StrEnum):
     STOPPED = "stopped"  # killed by the orchestrator at shutdown: handed back
     STALLED = "stalled"  # killed because its event loop stopped: the attempts timed out
     CRASHED = "crashed"  # died on its own: the attempts failed, retried at once
+    LOST = "lost"  # its lease lapsed without a commit: failed, retried after a backoff
 
 
 class ActorDied(Exception):
     """The actor process running the attempt died."""
+
+
+LOST = "lost"  # the failure kind (error type) of a lapsed lease
+SWEEP_BATCH = 100
+
+
+def sweep_lapsed(
+    store: Store, defs: Mapping[str, TaskDef]
+) -> tuple[list[AttemptResult], CommitReport]:
+    """Settle lapsed leases of *defs*' tasks as lost attempts (fenced, so a late commit of
+    the original worker or a second sweeper changes nothing twice)."""
+    found = store.lapsed(list(defs), SWEEP_BATCH)
+    results = [_lost(defs[job.task], job, owner) for job, owner in found]
+    if not results:
+        return results, CommitReport()
+    return results, commit(store, results)
+
+
+def _lost(task: TaskDef, job: ClaimedJob, owner: str | None) -> AttemptResult:
+    why = (
+        f"attempt {job.attempt} of worker {owner or '?'} ended without a commit: its lease"
+        " lapsed (the process was killed, crashed or stalled)"
+    )
+    return AttemptResult(
+        job_id=job.job_id,
+        item_id=job.item_id,
+        task=job.task,
+        attempt=job.attempt,
+        outcome=Outcome.FAILURE,
+        version=task.version,
+        ttl=task.ttl,
+        failure=FailureInfo(error_type=LOST, message=why),
+        retry_delay=retry_delay(task, job, not_found=False),
+    )
 
 
 def held_jobs(store: Store, task: str, owner: str) -> list[ClaimedJob]:

@@ -27,6 +27,7 @@ from trawl.runtime.app import App, TaskDef
 from trawl.runtime.context import Context
 from trawl.runtime.outcome import attempt_result
 from trawl.runtime.plugins import for_app
+from trawl.runtime.settle import sweep_lapsed
 from trawl.runtime.stats import WorkerStats
 from trawl.runtime.store_thread import StoreThread
 from trawl.store import codec, migrate
@@ -37,6 +38,7 @@ log = logging.getLogger("trawl.worker")
 T = TypeVar("T")
 
 RETRY_MAX = 30.0  # longest wait between attempts to reach a database that went away
+SWEEP_EVERY = 1.0  # seconds between looks for lapsed leases (crashed attempts)
 
 
 class Worker:
@@ -109,6 +111,7 @@ class Worker:
         self.connections = connections
         self._reserved = 0  # slots promised to claims in flight on any lane
         self._calls = 0  # lane calls (commit and/or claim) in flight
+        self._next_sweep = 0.0
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -253,6 +256,8 @@ class Worker:
             if not claiming and not self._pending:
                 await self._wait(self.poll)  # let slots free up so claims come in batches
                 continue
+            if claiming and time.monotonic() >= self._next_sweep:
+                await self._sweep(db)
             epoch = self._commits
             results = self._take_pending()
             limit = min(free, share) if claiming else 0
@@ -505,6 +510,15 @@ class Worker:
         if self._on_progress is not None:
             self._on_progress(self.stats)
 
+    async def _sweep(self, db: StoreThread) -> None:
+        """Settle lapsed leases of this worker's tasks as lost attempts before claiming."""
+        self._next_sweep = time.monotonic() + SWEEP_EVERY
+        lost, report = await self._retrying("sweep", db, sweep_lapsed, db.store, self.defs)
+        for result in (r for r in lost if r.job_id in report.committed):
+            log.warning("job %s of %s: %s", result.item_id, result.task, _why(result))
+        if lost:
+            self.hooks.committed(lost, report)
+
     async def _retrying(self, what: str, db: StoreThread, fn: Callable[..., T], *args: Any) -> T:
         """Run a store call on *db*'s thread, waiting out database outages with growing
         pauses."""
@@ -594,3 +608,7 @@ def _trace(error: BaseException) -> str:
 def run_worker(worker: Worker) -> int:
     """Run *worker* on a fresh event loop (the CLI's entry point)."""
     return asyncio.run(worker.run())
+
+
+def _why(result: AttemptResult) -> str:
+    return result.failure.message if result.failure is not None else result.outcome

@@ -2,7 +2,9 @@
 
 Rows due later wait in the ``jobs_pending`` index; :data:`PROMOTE` moves the ones whose
 time has come into ``jobs_claim`` (``ready``), so the claim reads only due rows and stays an
-index range scan however many jobs are waiting for their time.
+index range scan however many jobs are waiting for their time. A running job whose lease
+ran out is not promoted: it is a crashed attempt, settled first (``queues.lapsed``) so the
+crash counts against the job's retries instead of the job being run again for ever.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ PROMOTE_SQLITE = q(
     UPDATE jobs SET ready = true
     WHERE id IN (SELECT id FROM jobs
                  WHERE NOT ready AND due_at IS NOT NULL AND due_at <= :now
+                   AND status <> 'running'
                  ORDER BY due_at LIMIT {PROMOTE_BATCH})
     """
 )
@@ -31,6 +34,7 @@ PROMOTE_POSTGRES = q(
     UPDATE jobs SET ready = true
     WHERE id = ANY(ARRAY(SELECT id FROM jobs
                          WHERE NOT ready AND due_at IS NOT NULL AND due_at <= :now
+                           AND status <> 'running'
                          ORDER BY due_at LIMIT {PROMOTE_BATCH} FOR UPDATE SKIP LOCKED))
     """
 )

@@ -1,4 +1,5 @@
-"""What the orchestrator reads: due jobs per task, a sample of them, orphans, held jobs.
+"""What the orchestrator and workers read about queues: due jobs per task, a sample of
+them, orphans, held jobs, and lapsed leases (crashed attempts).
 
 Counts are capped: the orchestrator needs "how much work, roughly", every fraction of a
 second, and a capped count stays an index range scan however large the backlog.
@@ -68,22 +69,43 @@ def orphans(db: Database, served: Iterable[str], now: float, cap: int) -> dict[s
     return {task: count for task, count in counts.items() if count}
 
 
+def lapsed(
+    db: Database, tasks: Sequence[str], now: float, limit: int
+) -> list[tuple[ClaimedJob, str | None]]:
+    """Running jobs of *tasks* whose lease ran out without a commit, with who held them.
+
+    The claim's promotion skips these (see claim.PROMOTE), so they are settled as crashed
+    attempts before anything can lease them again."""
+    if not tasks:
+        return []
+    clause = "IN (SELECT value FROM json_each(:tasks))" if db.is_sqlite else "= ANY(:tasks)"
+    tasks_param: Any = codec.dumps(list(tasks)) if db.is_sqlite else list(tasks)
+    stmt = q(
+        "SELECT id, item_id, task, attempt, fail_count, not_found, result_hash, revisit_offset,"
+        " owner FROM jobs WHERE NOT ready AND status = 'running' AND due_at IS NOT NULL"
+        f" AND due_at <= :now AND task {clause} ORDER BY due_at LIMIT :limit"
+    )
+    rows: Sequence[Any] = db.execute(stmt, {"tasks": tasks_param, "now": now, "limit": limit}).all()
+    return [(_held_job(r), r.owner) for r in rows]
+
+
 def held(db: Database, task: str, owner: str) -> list[ClaimedJob]:
     """The running jobs of *task* whose lease *owner* holds (data and tags left empty)."""
     with db.read():
         rows: Sequence[Any] = db.execute(_HELD, {"task": task, "owner": owner}).all()
-    return [
-        ClaimedJob(
-            job_id=r.id,
-            item_id=r.item_id,
-            task=r.task,
-            attempt=r.attempt,
-            data={},
-            tags={},
-            fail_count=r.fail_count,
-            not_found=r.not_found,
-            result_hash=r.result_hash,
-            revisit_offset=r.revisit_offset,
-        )
-        for r in rows
-    ]
+    return [_held_job(r) for r in rows]
+
+
+def _held_job(r: Any) -> ClaimedJob:
+    return ClaimedJob(
+        job_id=r.id,
+        item_id=r.item_id,
+        task=r.task,
+        attempt=r.attempt,
+        data={},
+        tags={},
+        fail_count=r.fail_count,
+        not_found=r.not_found,
+        result_hash=r.result_hash,
+        revisit_offset=r.revisit_offset,
+    )

@@ -22,7 +22,7 @@ from trawl.model.records import (
     TaskInfo,
 )
 from trawl.model.states import Journal
-from trawl.store import admin, bulk, codec, reads, scheduling, transitions
+from trawl.store import admin, bulk, codec, queues, reads, scheduling, transitions
 from trawl.store import claim as claims
 from trawl.store.connection import Database
 from trawl.store.items import Items
@@ -209,6 +209,11 @@ class Store:
         """Move jobs whose time has come into the claim index."""
         stmt = claims.PROMOTE_SQLITE if self.is_sqlite else claims.PROMOTE_POSTGRES
         self.db.send(stmt, {"now": now})
+
+    def lapsed(self, tasks: Sequence[str], limit: int) -> list[tuple[ClaimedJob, str | None]]:
+        """Running jobs of *tasks* whose lease lapsed without a commit, and their holders."""
+        with self.db.read():
+            return queues.lapsed(self.db, tasks, self.clock(), limit)
 
     def claim_due(self, tasks: dict[str, float], limit: int, owner: str, now: float) -> list[Any]:
         """The one-statement claim (inside the caller's transaction); rows for claimed()."""
