@@ -33,7 +33,7 @@ def test_links_from_html_and_css_resolve_against_base_and_dedupe() -> None:
     <a href="a#x">a</a><a href="a#y">again</a><img src="/i.png" srcset="/i2.png 2x, i3.png 3x">
     <script src="//cdn.example/j.js"></script><iframe src="f.html"></iframe>
     <div style="background:url(d.png)"></div><a href="mailto:x@y">mail</a></body></html>"""
-    assert html_links(html, "http://ignored/") == [
+    assert html_links(html, "http://ignored/").urls == [
         "http://h.example/dir/s.css",
         "http://h.example/dir/bg.png",
         "http://h.example/dir/a",
@@ -45,7 +45,7 @@ def test_links_from_html_and_css_resolve_against_base_and_dedupe() -> None:
         "http://h.example/dir/d.png",
     ]
     css = "@import 'more.css'; a { background: url(\"x.gif\") } b { background: url(data:,) }"
-    assert css_links(css, "http://h/c/") == ["http://h/c/x.gif", "http://h/c/more.css"]
+    assert css_links(css, "http://h/c/").urls == ["http://h/c/x.gif", "http://h/c/more.css"]
 
 
 def test_last_matching_rule_wins_per_setting() -> None:

@@ -3,6 +3,7 @@ with timeouts, a size cap, and gzip/deflate/brotli decoding for link extraction.
 
 from __future__ import annotations
 
+import hashlib
 import tempfile
 import time
 import zlib
@@ -13,7 +14,7 @@ import aiohttp
 import brotli
 
 from trawl.crawl.urls import request_target
-from trawl.crawl.warc import Exchange, payload_digest, warc_date
+from trawl.crawl.warc import Exchange, digest_of, warc_date
 
 CHUNK = 65536
 SPOOL = 1 << 20  # bodies past 1 MiB wait on disk, not in memory
@@ -78,8 +79,8 @@ async def fetch(
             url, headers=sent, allow_redirects=False, timeout=limits, skip_auto_headers=()
         ) as resp:
             ip = _peer(resp)
-            body, size, truncated = await _read(resp, max_bytes)
-            return _response(url, resp, body, size, truncated, started, ip)
+            body = await _read(resp, max_bytes)
+            return _response(url, resp, body, started, ip)
     except TimeoutError as error:
         raise FetchError(f"timed out after {timeout:g}s") from error
     except aiohttp.ClientError as error:
@@ -88,26 +89,34 @@ async def fetch(
         raise FetchError(f"{type(error).__name__}: {error}") from error
 
 
-async def _read(resp: aiohttp.ClientResponse, max_bytes: int) -> tuple[IO[bytes], int, bool]:
-    body: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL)  # noqa: SIM115 - returned
+@dataclass(kw_only=True, slots=True)
+class _Body:
+    file: IO[bytes]
+    size: int
+    truncated: bool
+    digest: str  # of the bytes kept, computed as they arrived
+
+
+async def _read(resp: aiohttp.ClientResponse, max_bytes: int) -> _Body:
+    file: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=SPOOL)  # noqa: SIM115 - returned
+    sha1 = hashlib.sha1()
     size, truncated = 0, False
     async for chunk in resp.content.iter_chunked(CHUNK):
         if size + len(chunk) > max_bytes:
-            body.write(chunk[: max_bytes - size])
-            size, truncated = max_bytes, True
-            break
-        body.write(chunk)
+            chunk, truncated = chunk[: max_bytes - size], True
+        file.write(chunk)
+        sha1.update(chunk)
         size += len(chunk)
-    body.seek(0)
-    return body, size, truncated
+        if truncated:
+            break
+    file.seek(0)
+    return _Body(file=file, size=size, truncated=truncated, digest=digest_of(sha1))
 
 
 def _response(
     url: str,
     resp: aiohttp.ClientResponse,
-    body: IO[bytes],
-    size: int,
-    truncated: bool,
+    body: _Body,
     started: float,
     ip: str | None,
 ) -> Response:
@@ -123,8 +132,8 @@ def _response(
         status_line=f"{resp.status} {resp.reason or ''}".strip(),
         protocol=protocol,
         response_headers=stored,
-        body=body,
-        digest=_digest(body),
+        body=body.file,
+        digest=body.digest,
         date=warc_date(started),
         ip=ip,
     )
@@ -132,18 +141,11 @@ def _response(
         exchange=exchange,
         status=resp.status,
         headers={k.lower(): v for k, v in raw},
-        size=size,
-        truncated=truncated,
+        size=body.size,
+        truncated=body.truncated,
         started=started,
         elapsed=time.time() - started,
     )
-
-
-def _digest(body: IO[bytes]) -> str:
-    body.seek(0)
-    data = body.read()
-    body.seek(0)
-    return payload_digest(data)
 
 
 def _peer(resp: aiohttp.ClientResponse) -> str | None:
@@ -164,7 +166,10 @@ def _decode(raw: bytes, encoding: str) -> bytes:
             except zlib.error:
                 return zlib.decompressobj(-zlib.MAX_WBITS).decompress(raw, DECODE_LIMIT)
         if encoding == "br":
-            return bytes(brotli.decompress(raw))
+            # The output limit is what stops a bomb: brotli.decompress() has none. The buffer
+            # stops growing once past the limit (so it may end up to twice the limit).
+            out = brotli.Decompressor().process(raw, output_buffer_limit=DECODE_LIMIT)
+            return bytes(out[:DECODE_LIMIT])
     except (zlib.error, brotli.error):
         return b""
     return raw

@@ -1,14 +1,24 @@
 """Links out of HTML and CSS: ``a``, ``link``, ``img``, ``script``, ``iframe``, ``srcset``
-and CSS ``url()``, canonicalised and deduplicated in document order."""
+and CSS ``url()``, canonicalised and deduplicated in document order.
+
+Pages are hostile input. The CSS patterns cannot backtrack (possessive quantifiers, and an
+unquoted ``url(`` stops at the next parenthesis or quote), so scanning is linear in the
+text; the text scanned and the links kept per page are capped, and a cut is reported.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser
 
 from trawl.crawl.urls import canonical
+
+MAX_LINKS = 10_000  # outlinks kept per page
+MAX_CSS = 2 << 20  # characters of CSS scanned per page (style blocks and attributes)
+MAX_URL = 8192  # longer "URLs" in CSS are not URLs
 
 _SELECTOR = (
     "a[href], area[href], link[href], img[src], img[srcset], script[src], iframe[src],"
@@ -16,25 +26,54 @@ _SELECTOR = (
     " [style], style"
 )
 _ATTRIBUTES = ("href", "src")
-_CSS_URL = re.compile(r"""url\(\s*(['"]?)([^'")]+)\1\s*\)""", re.IGNORECASE)
-_CSS_IMPORT = re.compile(r"""@import\s+(['"])([^'"]+)\1""", re.IGNORECASE)
+_CSS_URL = re.compile(
+    rf"""url\(\s*+(?:"([^"]{{0,{MAX_URL}}}+)"|'([^']{{0,{MAX_URL}}}+)'|([^'"()\s]{{1,{MAX_URL}}}+))\s*+\)""",
+    re.IGNORECASE,
+)
+_CSS_IMPORT = re.compile(
+    rf"""@import\s++(?:"([^"]{{1,{MAX_URL}}}+)"|'([^']{{1,{MAX_URL}}}+)')""", re.IGNORECASE
+)
 
 
-def html_links(body: bytes, base: str) -> list[str]:
+@dataclass(frozen=True, slots=True)
+class Links:
+    """What a page links to, and whether a cap cut the scan short."""
+
+    urls: list[str]
+    cut: str | None = None  # why not every link was read ("links", "css")
+
+
+def html_links(body: bytes, base: str, *, max_links: int = MAX_LINKS) -> Links:
     """Canonical URLs an HTML document links to or embeds."""
     tree = LexborHTMLParser(body)
     base_tag = tree.css_first("base[href]")
     if base_tag is not None:
         base = canonical(base_tag.attributes.get("href") or "", base) or base
-    return _unique(canonical(raw, base) for raw in _raw_links(tree))
+    budget = _Budget(MAX_CSS)
+    return _collect((canonical(raw, base) for raw in _raw_links(tree, budget)), max_links, budget)
 
 
-def css_links(text: str, base: str) -> list[str]:
+def css_links(text: str, base: str, *, max_links: int = MAX_LINKS) -> Links:
     """Canonical URLs a style sheet refers to."""
-    return _unique(canonical(raw, base) for raw in _css(text))
+    budget = _Budget(MAX_CSS)
+    return _collect((canonical(raw, base) for raw in _css(text, budget)), max_links, budget)
 
 
-def _raw_links(tree: LexborHTMLParser) -> Iterator[str]:
+class _Budget:
+    """Characters of CSS a page may still have scanned."""
+
+    def __init__(self, left: int) -> None:
+        self.left = left
+        self.cut = False
+
+    def take(self, text: str) -> str:
+        if len(text) > self.left:
+            self.cut = True
+        taken, self.left = text[: self.left], max(0, self.left - len(text))
+        return taken
+
+
+def _raw_links(tree: LexborHTMLParser, budget: _Budget) -> Iterator[str]:
     for node in tree.css(_SELECTOR):
         attributes = node.attributes
         for name in _ATTRIBUTES:
@@ -46,9 +85,9 @@ def _raw_links(tree: LexborHTMLParser) -> Iterator[str]:
             yield from _srcset(srcset)
         style = attributes.get("style")
         if style:
-            yield from _css(style)
+            yield from _css(style, budget)
         if node.tag == "style":
-            yield from _css(node.text(deep=True))
+            yield from _css(node.text(deep=True), budget)
 
 
 def _srcset(value: str) -> Iterator[str]:
@@ -58,13 +97,22 @@ def _srcset(value: str) -> Iterator[str]:
             yield url
 
 
-def _css(text: str) -> Iterator[str]:
-    for match in _CSS_URL.finditer(text):
-        if not match.group(2).startswith("data:"):
-            yield match.group(2)
-    for match in _CSS_IMPORT.finditer(text):
-        yield match.group(2)
+def _css(text: str, budget: _Budget) -> Iterator[str]:
+    scanned = budget.take(text)
+    for match in _CSS_URL.finditer(scanned):
+        url = match.group(1) or match.group(2) or match.group(3)
+        if url and not url.startswith("data:"):
+            yield url
+    for match in _CSS_IMPORT.finditer(scanned):
+        yield match.group(1) or match.group(2)
 
 
-def _unique(urls: Iterable[str | None]) -> list[str]:
-    return list(dict.fromkeys(u for u in urls if u is not None))
+def _collect(urls: Iterable[str | None], max_links: int, budget: _Budget) -> Links:
+    found: dict[str, None] = {}
+    for url in urls:
+        if url is None:
+            continue
+        if len(found) >= max_links and url not in found:
+            return Links(list(found), cut="links")
+        found[url] = None
+    return Links(list(found), cut="css" if budget.cut else None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from trawl.crawl.extract import MAX_LINKS
 from trawl.crawl.warc import DEFAULT_MAX_SIZE
 
 
@@ -17,6 +18,9 @@ class Options:
     max_bytes: int = 100 << 20  # bodies are cut (WARC-Truncated) past this
     warc: str | None = None  # WARC path: x.warc.gz, then x-00001.warc.gz ...
     warc_size: int = DEFAULT_MAX_SIZE
+    max_links: int = MAX_LINKS  # outlinks kept per page (a cut is recorded on the attempt)
+    max_redirects: int = 10  # hops in one redirect chain before the page fails
+    max_crawl_delay: float = 5.0  # a robots.txt Crawl-delay above this is capped
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

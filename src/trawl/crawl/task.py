@@ -149,7 +149,9 @@ async def _handle(
     record: dict[str, Any],
 ) -> dict[str, Any] | None:
     r = _ready(plan)
-    found = _found(plan, url, resp)
+    # Decoding and parsing are CPU work on hostile input: off the event loop, so leases,
+    # heartbeats and signals go on while a large page is read.
+    found, cut = await asyncio.to_thread(_found, plan, url, resp, r.options.max_links)
     payload = None
     record |= {
         "status_code": resp.status,
@@ -158,6 +160,7 @@ async def _handle(
         "size": resp.size,
         "elapsed": resp.elapsed,
         "outlinks": len(found),
+        "outlinks_cut": cut,
         "digest": resp.exchange.digest,
         "outcome": _outcome(resp.status),
     }
@@ -218,6 +221,7 @@ def _record(ctx: Context, plan: Plan, crawl_id: int, url: str, started: float) -
         "content_type": None,
         "size": None,
         "outlinks": 0,
+        "outlinks_cut": None,
         "error": None,
         "digest": None,
         "warc_file": None,
@@ -226,30 +230,34 @@ def _record(ctx: Context, plan: Plan, crawl_id: int, url: str, started: float) -
     }
 
 
-def _found(plan: Plan, url: str, resp: Response) -> list[Found]:
+def _found(plan: Plan, url: str, resp: Response, max_links: int) -> tuple[list[Found], str | None]:
+    """The links to discover, and why the page's links were cut short (if they were)."""
     assert plan.ruleset is not None
+    cut = None
     if 300 <= resp.status < 400:
         target = urls.canonical(resp.header("location") or "", url)
         raw, hops = ([target] if target else []), 0
     elif 200 <= resp.status < 300 and not resp.truncated:
-        raw, hops = _links(url, resp), 1
+        links = _links(url, resp, max_links)
+        raw, hops, cut = links.urls, 1, links.cut
     else:
-        return []
+        return [], None
     skip = f"rule:{plan.ruleset.version}"
-    return [
+    found = [
         Found(url=link, hops=hops, skip=skip if plan.ruleset.skips(link) else None)
         for link in raw
         if link != url and plan.ruleset.accepts(link)
     ]
+    return found, cut
 
 
-def _links(url: str, resp: Response) -> list[str]:
+def _links(url: str, resp: Response, max_links: int) -> extract.Links:
     kind = resp.content_type
     if kind in HTML_TYPES:
-        return extract.html_links(resp.text().encode(), url)
+        return extract.html_links(resp.text().encode(), url, max_links=max_links)
     if kind == "text/css":
-        return extract.css_links(resp.text(), url)
-    return []
+        return extract.css_links(resp.text(), url, max_links=max_links)
+    return extract.Links([])
 
 
 def _outcome(status: int) -> str:

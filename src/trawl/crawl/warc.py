@@ -45,8 +45,9 @@ class Exchange:
     ip: str | None = None
 
 
-def payload_digest(data: bytes) -> str:
-    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
+def digest_of(sha1: hashlib._Hash) -> str:
+    """A WARC payload digest from a SHA-1 fed as the bytes arrived."""
+    return "sha1:" + base64.b32encode(sha1.digest()).decode()
 
 
 def warc_date(epoch: float) -> str:

@@ -113,10 +113,11 @@ _NICE = q(
 
 _INSERT_ATTEMPT = q(
     "INSERT INTO crawl_attempts (crawl_id, url, attempt, ruleset, host, started_at, elapsed,"
-    " outcome, status_code, location, content_type, size, outlinks, error, digest, warc_file,"
-    " warc_offset, warc_length) VALUES (:crawl_id, :url, :attempt, :ruleset, :host,"
-    " :started_at, :elapsed, :outcome, :status_code, :location, :content_type, :size,"
-    " :outlinks, :error, :digest, :warc_file, :warc_offset, :warc_length)"
+    " outcome, status_code, location, content_type, size, outlinks, outlinks_cut, error,"
+    " digest, warc_file, warc_offset, warc_length) VALUES (:crawl_id, :url, :attempt,"
+    " :ruleset, :host, :started_at, :elapsed, :outcome, :status_code, :location,"
+    " :content_type, :size, :outlinks, :outlinks_cut, :error, :digest, :warc_file,"
+    " :warc_offset, :warc_length)"
 )
 _INSERT_PAYLOAD = q(
     "INSERT INTO crawl_payloads (crawl_id, digest, url, date) VALUES (:crawl, :digest, :url,"
@@ -182,7 +183,8 @@ _PAGES = q(
 )
 _ATTEMPTS = q(
     "SELECT url, attempt, ruleset, host, started_at, elapsed, outcome, status_code, location,"
-    " content_type, size, outlinks, error, digest, warc_file, warc_offset, warc_length"
+    " content_type, size, outlinks, outlinks_cut, error, digest, warc_file, warc_offset,"
+    " warc_length"
     " FROM crawl_attempts WHERE crawl_id = :crawl ORDER BY id"
 )
 

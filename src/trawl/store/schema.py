@@ -263,6 +263,7 @@ crawl_attempts = sa.Table(
     sa.Column("content_type", sa.Text(), nullable=True),
     sa.Column("size", sa.BigInteger(), nullable=True),
     sa.Column("outlinks", sa.Integer(), nullable=False),
+    sa.Column("outlinks_cut", sa.Text(), nullable=True),  # why links were not all kept
     sa.Column("error", sa.Text(), nullable=True),
     sa.Column("digest", sa.Text(), nullable=True),  # of the payload
     sa.Column("warc_file", sa.Text(), nullable=True),
