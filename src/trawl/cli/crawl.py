@@ -116,6 +116,28 @@ def crawl() -> None:
     help="Bytes kept of one response (the rest is cut, WARC-Truncated).",
 )
 @click.option(
+    "--max-links",
+    type=click.IntRange(min=1),
+    default=10_000,
+    show_default=True,
+    help="Outlinks kept per page (a cut is recorded on the attempt).",
+)
+@click.option(
+    "--max-redirects",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Hops in one redirect chain; a longer chain fails the page.",
+)
+@click.option(
+    "--max-crawl-delay",
+    metavar="DURATION",
+    callback=duration,
+    default="5s",
+    show_default=True,
+    help="Most a robots.txt Crawl-delay is obeyed (a longer one is capped).",
+)
+@click.option(
     "--nice",
     "niceness",
     type=int,
@@ -201,6 +223,9 @@ def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:
         max_bytes=opts["max_size"],
         warc=opts["warc"],
         warc_size=opts["warc_size"],
+        max_links=opts["max_links"],
+        max_redirects=opts["max_redirects"],
+        max_crawl_delay=opts["max_crawl_delay"],
     )
     return CrawlSpec(
         seeds=operations.canonical_seeds(seeds),

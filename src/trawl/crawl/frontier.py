@@ -24,12 +24,14 @@ DEPTH = "depth"
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Found:
-    """A discovered URL: how many hops past its parent (0 for a redirect), and whether the
-    ruleset the parent was fetched under skips it (``rule:<version>``)."""
+    """A discovered URL: how many hops past its parent (0 for a redirect), whether the
+    ruleset the parent was fetched under skips it (``rule:<version>``), and for a redirect
+    target, how long the redirect chain to it is."""
 
     url: str
     hops: int = 1
     skip: str | None = None
+    redirects: int = 0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -99,7 +101,8 @@ def _create(
         NewItem(
             id=page_id(crawl.id, f.url),
             tags=((PAGE_TAG, None),),
-            data={"crawl": crawl.id, "url": f.url},
+            data={"crawl": crawl.id, "url": f.url}
+            | ({"redirects": f.redirects} if f.redirects else {}),
             niceness=crawl.niceness,
         )
         for f in fresh

@@ -90,10 +90,12 @@ class Gate:
             robots = self.robots(t, host, now)
             if robots is None:
                 action = "robots"
+            elif robots.unavailable:  # RFC 9309: disallow all while the server errs
+                return _defer(_with(base, options=options), self._robots[host][1])
             elif not robots.allowed(url, settings.user_agent):
                 return _with(base, reason="robots")
             else:
-                delay = max(delay, robots.delay(settings.user_agent))
+                delay = max(delay, capped_delay(robots, settings.user_agent, options))
         if self._rng.random() < 0.01:
             t.purge_slots(now)
         planned = _with(base, options=options, action=action)
@@ -155,6 +157,11 @@ class Gate:
 
     def learned_robots(self, host: str, robots: Robots) -> None:
         self._robots[host] = (robots, robots.expires(time.time()))
+
+
+def capped_delay(robots: Robots, agent: str, options: Options) -> float:
+    """The Crawl-delay robots.txt asks, no more than the crawl's ``max_crawl_delay``."""
+    return min(robots.delay(agent), options.max_crawl_delay)
 
 
 def _with(plan: Plan, **changes: Any) -> Plan:

@@ -1,59 +1,49 @@
-"""robots.txt: whether a URL may be fetched, and the Crawl-delay, for a user agent."""
+"""robots.txt per RFC 9309: whether a URL may be fetched, and the Crawl-delay, for a user
+agent.
+
+Parsing and matching are protego's (Scrapy's parser): ``*`` and ``$`` wildcards, the
+longest matching rule wins and ``Allow`` wins a tie, which the standard library's parser
+does not do. How a fetch result maps to rules is the RFC's: a 2xx is parsed; a 4xx (or a
+redirect chain longer than five) means there are no rules; a 5xx or no answer means
+*everything* is disallowed for now — the pages wait (they are not skipped) and the file is
+asked for again after a short while, never cached for a day.
+"""
 
 from __future__ import annotations
 
-import contextlib
-from urllib.robotparser import RobotFileParser
+from protego import Protego
 
 ROBOTS_TTL = 86400.0  # refetch a host's robots.txt after a day
-ERROR_TTL = 600.0  # after an error or a 5xx, try again after ten minutes
+ERROR_TTL = 120.0  # after a 5xx or no answer, ask again soon
+MAX_BYTES = 1 << 20  # fetched and parsed (the RFC asks for at least 500 KiB)
+MAX_REDIRECTS = 5  # the RFC's minimum; past it the file counts as unavailable (4xx)
+UNREACHABLE = 599  # the status kept when no response came
 
 
 class Robots:
-    """A parsed robots.txt; a 4xx or an unreachable file allows everything."""
+    """A host's robots.txt as fetched: its status and, for a 2xx, its rules."""
 
     def __init__(self, status: int, body: str) -> None:
         self.status = status
-        self._parser = RobotFileParser()
-        lines = body.splitlines() if 200 <= status < 300 else []
-        self._parser.parse(lines)
-        self._delays = _delays(lines)
+        self._rules = Protego.parse(body if 200 <= status < 300 else "")
+
+    @property
+    def unavailable(self) -> bool:
+        """The server erred or did not answer: nothing may be fetched until it does."""
+        return self.status >= 500
 
     def allowed(self, url: str, agent: str) -> bool:
-        return self._parser.can_fetch(_token(agent), url)
+        if self.unavailable:
+            return False
+        return bool(self._rules.can_fetch(url, _token(agent)))
 
     def delay(self, agent: str) -> float:
-        """Crawl-delay for *agent* (its own group, else ``*``); fractions allowed, which the
-        standard library's parser drops."""
-        token = _token(agent).lower()
-        own = [d for names, d in self._delays if any(n != "*" and n in token for n in names)]
-        default = [d for names, d in self._delays if "*" in names]
-        found = own or default
-        return found[0] if found else 0.0
+        """Crawl-delay for *agent* (its own group, else ``*``), in seconds (fractions too)."""
+        found = self._rules.crawl_delay(_token(agent))
+        return max(0.0, float(found)) if found is not None else 0.0
 
     def expires(self, fetched_at: float) -> float:
-        ok = 200 <= self.status < 500
-        return fetched_at + (ROBOTS_TTL if ok else ERROR_TTL)
-
-
-def _delays(lines: list[str]) -> list[tuple[list[str], float]]:
-    """(user agents of a group, its Crawl-delay) in file order."""
-    groups: list[tuple[list[str], float]] = []
-    agents: list[str] = []
-    in_rules = False
-    for raw in lines:
-        name, _, value = raw.split("#", 1)[0].partition(":")
-        name, value = name.strip().lower(), value.strip()
-        if name == "user-agent":
-            if in_rules:
-                agents, in_rules = [], False
-            agents.append(value.lower())
-        elif name:
-            in_rules = True
-            if name == "crawl-delay" and agents:
-                with contextlib.suppress(ValueError):
-                    groups.append((list(agents), max(0.0, float(value))))
-    return groups
+        return fetched_at + (ERROR_TTL if self.unavailable else ROBOTS_TTL)
 
 
 def _token(agent: str) -> str:

@@ -17,8 +17,8 @@ from trawl.crawl.client import FetchError, Response
 from trawl.crawl.frontier import Discover, Found
 from trawl.crawl.options import Options
 from trawl.crawl.outcomes import Fetched, Parked, Skipped
-from trawl.crawl.politeness import SLACK, Plan, block_host, store_robots
-from trawl.crawl.robots import Robots, robots_url
+from trawl.crawl.politeness import SLACK, Plan, block_host, capped_delay, store_robots
+from trawl.crawl.robots import MAX_BYTES, MAX_REDIRECTS, UNREACHABLE, Robots, robots_url
 from trawl.crawl.rules import Settings
 from trawl.crawl.state import ProcessState, runtime
 from trawl.model.errors import NotFound
@@ -32,6 +32,10 @@ HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 class RetryableHTTP(Exception):
     """A 5xx or 429: the page is tried again after the task's backoff."""
+
+
+class RedirectLimit(NotFound):
+    """The page redirects further than the crawl's ``max_redirects``: it fails for good."""
 
 
 async def fetch_page(ctx: Context) -> dict[str, Any] | None:
@@ -89,26 +93,38 @@ async def _sleep_until(start: float) -> None:
 
 async def _fetch_robots(ctx: Context, rt: ProcessState, plan: Plan, url: str) -> None:
     r = _ready(plan)
-    target = robots_url(url)
     started = time.time()
-    headers = {"User-Agent": r.settings.user_agent}
-    try:
-        resp = await client.fetch(
-            rt.client(), target, headers=headers, timeout=r.options.timeout, max_bytes=1 << 20
-        )
-        status, body = resp.status, resp.text() if resp.status < 300 else ""
-        if r.options.warc:
-            await rt.archive(ctx, r.crawl, resp)
-        resp.exchange.body.close()
-    except FetchError:
-        status, body = 599, ""
+    status, body = await _robots_txt(ctx, rt, r, robots_url(url))
     host, robots = urls.host(url), Robots(status, body)
-    wait = max(r.options.delay, robots.delay(r.settings.user_agent))
+    wait = max(r.options.delay, capped_delay(robots, r.settings.user_agent, r.options))
     wait += min(SLACK, wait / 10)
     await ctx.with_store(
         lambda store: store_robots(store, host, (status, body), started + wait, ctx.id, ctx.attempt)
     )
     rt.gate.learned_robots(host, robots)
+
+
+async def _robots_txt(ctx: Context, rt: ProcessState, r: _Ready, target: str) -> tuple[int, str]:
+    """Status and body of a host's robots.txt, following up to five redirects (RFC 9309);
+    a longer chain counts as unavailable (404), no answer as :data:`UNREACHABLE`."""
+    headers = {"User-Agent": r.settings.user_agent}
+    for _ in range(MAX_REDIRECTS + 1):
+        try:
+            resp = await client.fetch(
+                rt.client(), target, headers=headers, timeout=r.options.timeout, max_bytes=MAX_BYTES
+            )
+        except FetchError:
+            return UNREACHABLE, ""
+        try:
+            if r.options.warc:
+                await rt.archive(ctx, r.crawl, resp)
+            location = urls.canonical(resp.header("location") or "", target)
+            if not (300 <= resp.status < 400 and location):
+                return resp.status, resp.text() if resp.status < 300 else ""
+            target = location
+        finally:
+            resp.exchange.body.close()
+    return 404, ""
 
 
 async def _fetch(
@@ -151,7 +167,14 @@ async def _handle(
     r = _ready(plan)
     # Decoding and parsing are CPU work on hostile input: off the event loop, so leases,
     # heartbeats and signals go on while a large page is read.
-    found, cut = await asyncio.to_thread(_found, plan, url, resp, r.options.max_links)
+    chain = int(ctx.data.get("redirects", 0)) + 1 if 300 <= resp.status < 400 else 0
+    too_long = chain > r.options.max_redirects
+    found, cut = await asyncio.to_thread(_found, plan, url, resp, r.options.max_links, chain)
+    if too_long:
+        found = []  # the chain ends here
+        record["error"] = (
+            f"redirect chain of {chain} exceeds max_redirects {r.options.max_redirects}"
+        )
     payload = None
     record |= {
         "status_code": resp.status,
@@ -162,7 +185,7 @@ async def _handle(
         "outlinks": len(found),
         "outlinks_cut": cut,
         "digest": resp.exchange.digest,
-        "outcome": _outcome(resp.status),
+        "outcome": "failed" if too_long else _outcome(resp.status),
     }
     if r.options.warc:
         written, first = await rt.archive(ctx, r.crawl, resp, [f.url for f in found])
@@ -189,6 +212,8 @@ async def _handle(
             discover=discover,
         )
     )
+    if too_long:
+        raise RedirectLimit(record["error"])
     _raise_for(resp)
     return {"status": resp.status, "size": resp.size, "links": len(found)}
 
@@ -230,7 +255,9 @@ def _record(ctx: Context, plan: Plan, crawl_id: int, url: str, started: float) -
     }
 
 
-def _found(plan: Plan, url: str, resp: Response, max_links: int) -> tuple[list[Found], str | None]:
+def _found(
+    plan: Plan, url: str, resp: Response, max_links: int, chain: int
+) -> tuple[list[Found], str | None]:
     """The links to discover, and why the page's links were cut short (if they were)."""
     assert plan.ruleset is not None
     cut = None
@@ -244,7 +271,7 @@ def _found(plan: Plan, url: str, resp: Response, max_links: int) -> tuple[list[F
         return [], None
     skip = f"rule:{plan.ruleset.version}"
     found = [
-        Found(url=link, hops=hops, skip=skip if plan.ruleset.skips(link) else None)
+        Found(url=link, hops=hops, skip=skip if plan.ruleset.skips(link) else None, redirects=chain)
         for link in raw
         if link != url and plan.ruleset.accepts(link)
     ]
