@@ -14,7 +14,7 @@ from __future__ import annotations
 from protego import Protego
 
 ROBOTS_TTL = 86400.0  # refetch a host's robots.txt after a day
-ERROR_TTL = 120.0  # after a 5xx or no answer, ask again soon
+ERROR_TTL = 15.0  # after a 5xx or no answer, ask again soon (one request per 15 s)
 MAX_BYTES = 1 << 20  # fetched and parsed (the RFC asks for at least 500 KiB)
 MAX_REDIRECTS = 5  # the RFC's minimum; past it the file counts as unavailable (4xx)
 UNREACHABLE = 599  # the status kept when no response came
