@@ -14,7 +14,7 @@ import msgspec
 
 from trawl.cli.common import utf8
 from trawl.model.errors import InvalidInput
-from trawl.model.ids import check_id, check_tag
+from trawl.model.ids import check_id, check_json, check_tag, check_text
 from trawl.model.records import NewItem
 
 Tags = tuple[tuple[str, str | None], ...]
@@ -67,8 +67,10 @@ def _tag_pair(entry: Any) -> tuple[Any, Any]:
 
 
 def _tag_value(name: Any, value: Any) -> str | None:
-    if value is None or isinstance(value, str):
+    if value is None:
         return value
+    if isinstance(value, str):
+        return check_text(value, f"the value of tag {name!r}")
     raise InvalidInput(f"tag {name!r} has value {value!r}: a tag value must be a string or null")
 
 
@@ -98,6 +100,7 @@ def _data(value: Any) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         raise InvalidInput(f'"data" must be a JSON object, got {_kind(value)}')
+    check_json(value, '"data"')
     return value
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 
@@ -25,9 +26,11 @@ def seconds(value: Duration) -> float:
         result = _parse(value)
     else:
         raise InvalidDuration(f"duration must be a number or a string like '7d', got {value!r}")
+    if not math.isfinite(result):
+        raise InvalidDuration(f"duration must be a finite number of seconds, got {value!r}")
     if result < 0:
         raise InvalidDuration(f"duration must not be negative, got {value!r}")
-    return result
+    return result + 0.0  # -0.0 becomes 0.0
 
 
 def optional_seconds(value: Duration | None) -> float | None:

@@ -46,3 +46,25 @@ def check_tag(name: object) -> str:
             f"tag name {name[:80]!r} is too long, has control characters or is not valid UTF-8"
         )
     return name
+
+
+def check_text(value: str, what: str) -> str:
+    """Return *value* if it has no NUL: PostgreSQL cannot store one in text."""
+    if "\x00" in value:
+        raise InvalidItemId(f"{what} contains a NUL character at position {value.index(chr(0))}")
+    return value
+
+
+def check_json(value: object, what: str) -> None:
+    """Raise naming the first string (key or value) in *value* that holds a NUL."""
+    stack: list[tuple[object, str]] = [(value, what)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            check_text(node, where)
+        elif isinstance(node, dict):
+            for key, child in node.items():
+                check_text(str(key), f"a key of {where}")
+                stack.append((child, f"{where}.{key}"))
+        elif isinstance(node, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(node))

@@ -6,7 +6,8 @@ from typing import Any
 
 import msgspec
 
-from trawl.model.errors import InvalidData
+from trawl.model.errors import InvalidData, InvalidItemId
+from trawl.model.ids import check_json
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
@@ -32,6 +33,10 @@ def object_or_error(value: Any, what: str) -> dict[str, Any]:
     for key in value:
         if not isinstance(key, str):
             raise InvalidData(f"{what} has a key that is not a string: {key!r}")
+    try:
+        check_json(value, what)
+    except InvalidItemId as error:
+        raise InvalidData(str(error)) from None
     return value
 
 
