@@ -34,7 +34,13 @@ from tests.integration.helpers import (
 )
 from trawl.engine.commit import commit
 from trawl.model import effects as fx
-from trawl.model.errors import DatabaseUnavailable, InvalidItemId, ItemNotFound, UnknownTask
+from trawl.model.errors import (
+    DatabaseUnavailable,
+    DataRejected,
+    InvalidItemId,
+    ItemNotFound,
+    UnknownTask,
+)
 from trawl.model.ids import MAX_ID_LENGTH, check_id
 from trawl.model.states import JobStatus
 from trawl.store.store import Store
@@ -461,7 +467,7 @@ def test_a_sent_statement_that_fails_fails_its_transaction_and_writes_nothing(
     store: Store,
 ) -> None:
     products(store, "sku:1")
-    duplicate = pytest.raises(sa.exc.IntegrityError, match=r"(?i)unique|duplicate")
+    duplicate = pytest.raises(DataRejected, match=r"(?i)refused a value: .*(unique|duplicate)")
     with duplicate, store.db.write():
         store.db.send(_ADD_TAG, {"item_id": "sku:1", "name": "extra"})
         store.db.send(_ADD_TAG, {"item_id": "sku:1", "name": "product"})  # already there

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from trawl.engine.apply import EffectApplier
+from trawl.model.errors import DataRejected
 from trawl.model.records import AttemptResult, CommitReport, FailureInfo
 from trawl.model.states import Journal, Outcome
 from trawl.store import scheduling
@@ -71,6 +72,42 @@ def _after(store: Store, done: Sequence[AttemptResult], now: float) -> None:
             log.warning("task %s paused: too many unhandled failures", task)
     if any(r.outcome is Outcome.RELEASED for r in done):
         store.notify()
+
+
+def commit_resilient(store: Store, results: Sequence[AttemptResult]) -> CommitReport:
+    """:func:`commit`, but a value the database refuses costs only its own attempt: the
+    batch is split in halves until the attempt that holds it is found, and that attempt is
+    recorded as failed (with nothing applied) while the rest commit."""
+    try:
+        return commit(store, results)
+    except DataRejected as error:
+        if len(results) == 1:
+            return _rejected(store, results[0], error)
+        middle = len(results) // 2
+        first = commit_resilient(store, results[:middle])
+        return _merged(first, commit_resilient(store, results[middle:]))
+
+
+def _rejected(store: Store, result: AttemptResult, error: DataRejected) -> CommitReport:
+    log.error("job %s of %s could not be committed: %s", result.item_id, result.task, error)
+    failed = msgspec.structs.replace(as_failure(result, error), retry_delay=None)
+    try:
+        report = commit(store, [failed])
+    except DataRejected:  # not even its failure: its lease lapses and it is settled as lost
+        log.exception(
+            "job %s of %s: its failure could not be recorded", result.item_id, result.task
+        )
+        return CommitReport(stale=[result.job_id])
+    report.effect_failures[result.job_id] = str(error)
+    return report
+
+
+def _merged(a: CommitReport, b: CommitReport) -> CommitReport:
+    return CommitReport(
+        committed=a.committed + b.committed,
+        stale=a.stale + b.stale,
+        effect_failures=a.effect_failures | b.effect_failures,
+    )
 
 
 def _has_effects(result: AttemptResult) -> bool:
@@ -147,9 +184,9 @@ def _record(
                 "item_id": r.item_id,
                 "task": r.task,
                 "attempt": r.attempt,
-                "error_type": r.failure.error_type,
-                "message": r.failure.message,
-                "traceback": r.failure.traceback,
+                "error_type": _text(r.failure.error_type),
+                "message": _text(r.failure.message),
+                "traceback": _text(r.failure.traceback),
                 "occurred_at": now,
                 # allow_failure: recorded, but not counted against max_failures
                 "allowed": r.apply_on_failure,
@@ -158,6 +195,11 @@ def _record(
             if r.outcome is Outcome.FAILURE and r.failure is not None
         ]
     )
+
+
+def _text(value: str) -> str:
+    """Exception texts are anybody's: keep what PostgreSQL's text can hold."""
+    return value.replace("\x00", "\\x00") if "\x00" in value else value
 
 
 def _journal(r: AttemptResult, kind: Journal, now: float) -> dict[str, Any]:

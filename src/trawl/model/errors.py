@@ -49,6 +49,16 @@ class DatabaseUnavailable(TrawlError, ConnectionError):
     """The database cannot be reached or refused the connection."""
 
 
+class TransientConflict(DatabaseUnavailable):
+    """A deadlock, serialization failure or lock timeout: the transaction is worth retrying
+    as it was (it is never the task's failure)."""
+
+
+class DataRejected(TrawlError):
+    """The database refused a value (too long, out of range, a constraint): the same
+    statement will fail again, so the batch that held it is split to find it."""
+
+
 class SchemaOutdated(TrawlError):
     """The database schema is older than this version of trawl expects."""
 

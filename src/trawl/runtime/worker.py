@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from trawl.engine import claim as claims
-from trawl.engine.commit import commit
-from trawl.model.errors import DatabaseUnavailable, InvalidData, NotFound
+from trawl.engine.commit import commit, commit_resilient
+from trawl.model.errors import DatabaseUnavailable, DataRejected, InvalidData, NotFound
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, FailureInfo
 from trawl.model.states import Outcome
 from trawl.runtime.actor.hooks import ActorHooks
@@ -218,10 +218,13 @@ class Worker:
         if not results:
             return CommitReport(), self._claim(store, limit)
         if limit <= 0:
-            return commit(store, results), claims.ClaimBatch(jobs=[])
-        with store.db.unit():
-            report = commit(store, results)
-            batch = self._claim(store, limit)
+            return commit_resilient(store, results), claims.ClaimBatch(jobs=[])
+        try:
+            with store.db.unit():
+                report = commit(store, results)
+                batch = self._claim(store, limit)
+        except DataRejected:  # one attempt holds a value the database refuses: find it
+            return commit_resilient(store, results), self._claim(store, limit)
         return report, batch
 
     async def _claim_lanes(self, lanes: list[StoreThread]) -> None:
@@ -400,7 +403,7 @@ class Worker:
     async def _flush(self, store: Store) -> None:
         while self._pending:
             results = self._take_pending()
-            report = await self._retrying("commit", self.db, commit, store, results)
+            report = await self._retrying("commit", self.db, commit_resilient, store, results)
             self._committed(results, report)
 
     def _take_pending(self) -> list[AttemptResult]:

@@ -74,16 +74,18 @@ def add_items(
     wanted: dict[str, NewItem] = {}
     for item in new:
         wanted.setdefault(item.id, item)
-    data = [[i.id, codec.dumps(i.data), created_by, now, now] for i in wanted.values()]
+    # Rows go in in key order, whatever the order given: two transactions inserting
+    # overlapping keys then take their index locks in the same order and cannot deadlock.
+    ordered = sorted(wanted)
+    data = [[i, codec.dumps(wanted[i].data), created_by, now, now] for i in ordered]
     inserted = set(_insert(db, _ITEMS, data))
-    created = [i for i in wanted if i in inserted]
-    aliased = set(_insert(db, _ALIASES, [[i, i] for i in created]))
-    for item_id in created:
-        if item_id not in aliased:  # the id is already another item's alias
-            db.execute(_DROP, {"id": item_id})
-    created = [i for i in created if i in aliased]
-    _insert(db, _TAGS, [[i, name, value] for i in created for name, value in wanted[i].tags])
-    _create_jobs(db, [wanted[i] for i in created], now)
+    aliased = set(_insert(db, _ALIASES, [[i, i] for i in ordered if i in inserted]))
+    for item_id in sorted(inserted - aliased):  # the id is already another item's alias
+        db.execute(_DROP, {"id": item_id})
+    created = [i for i in wanted if i in inserted and i in aliased]  # in the order given
+    tags = [[i, name, value] for i in ordered if i in aliased for name, value in wanted[i].tags]
+    _insert(db, _TAGS, tags)
+    _create_jobs(db, [wanted[i] for i in ordered if i in aliased], now)
     fresh = set(created)
     _relist(db, [i for i in wanted if i not in fresh], now)
     db.journal(_journal(created, wanted, now, created_by))

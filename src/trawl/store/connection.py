@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event, exc
 
-from trawl.model.errors import DatabaseUnavailable, TrawlError
+from trawl.model.errors import DatabaseUnavailable, DataRejected, TransientConflict, TrawlError
 from trawl.store import codec, writer_lock
 from trawl.store import url as urls
 from trawl.store.hotpath import HotPath, Statement
@@ -305,8 +305,20 @@ def unavailable(url: str, error: BaseException) -> DatabaseUnavailable:
     return DatabaseUnavailable(f"cannot reach the database at {urls.display(url)}: {reason}")
 
 
+# SQLSTATEs that say "try the same transaction again": serialization_failure,
+# deadlock_detected, lock_not_available (lock_timeout), idle_in_transaction_timeout.
+_TRANSIENT = {"40001", "40P01", "55P03", "25P03"}
+
+
 def translate(url: str, error: exc.DBAPIError) -> Exception:
-    """Turn a driver error into a trawl error when it means the database is unreachable."""
+    """Turn a driver error into a trawl error: unreachable, transient, or a value refused."""
+    code = getattr(error.orig, "sqlstate", None)
+    if code in _TRANSIENT:
+        reason = str(error.orig).strip().splitlines()[0]
+        return TransientConflict(f"transient conflict at {urls.display(url)} ({code}): {reason}")
+    if isinstance(error, exc.DataError | exc.IntegrityError):
+        reason = str(error.orig).strip().splitlines()[0]
+        return DataRejected(f"the database refused a value: {reason}")
     if error.connection_invalidated or isinstance(error, exc.InterfaceError):
         return unavailable(url, error)
     if isinstance(error, exc.OperationalError):

@@ -259,6 +259,7 @@ class CrawlTables:
 
     def insert_pages(self, crawl_id: int, rows: Sequence[dict[str, Any]], now: float) -> set[str]:
         """Insert pages (url, item_id, depth, via, skip); returns the urls that were new."""
+        rows = sorted(rows, key=lambda r: str(r["url"]))  # key order: no deadlocks (bulk.py)
         if len(rows) > 500:  # keep each statement's parameters well within SQLite's limit
             head = self.insert_pages(crawl_id, rows[:500], now)
             return head | self.insert_pages(crawl_id, rows[500:], now)
@@ -290,7 +291,10 @@ class CrawlTables:
         self.db.execute(_SET_SKIP, {"crawl": crawl_id, "url": url, "skip": skip})
 
     def add_links(self, crawl_id: int, parent: str, children: Sequence[tuple[str, int]]) -> None:
-        rows = [{"crawl": crawl_id, "parent": parent, "child": c, "hops": h} for c, h in children]
+        rows = [
+            {"crawl": crawl_id, "parent": parent, "child": c, "hops": h}
+            for c, h in sorted(children)  # key order: no deadlocks (bulk.py)
+        ]
         self.db.executemany(_INSERT_LINK, rows)
 
     def children(self, crawl_id: int, parents: Sequence[str]) -> list[tuple[str, str, int, int]]:
