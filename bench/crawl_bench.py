@@ -67,7 +67,7 @@ def serve(pages: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
     return proc, json.loads(proc.stdout.readline())
 
 
-def trawl(db: str, root: str, work: Path) -> dict[str, float]:
+def trawl(db: str, root: str, work: Path, *extra: str) -> dict[str, float]:
     args = [
         str(TRAWL),
         "--db",
@@ -81,6 +81,7 @@ def trawl(db: str, root: str, work: Path) -> dict[str, float]:
         "--warc",
         str(work / "trawl.warc.gz"),
         "--no-progress",
+        *extra,
     ]
     row = measured(args, work / "trawl.log")
     out = subprocess.run(
@@ -147,12 +148,14 @@ def run(size: int, systems: list[str], work: Path) -> list[dict[str, object]]:
     for system in systems:
         server, origin = serve(size)
         root = origin["main"] + "/"
-        place = work / f"{system}-{size}"
+        place = work / f"{system}-{size}-{len(rows)}"  # a system may run more than once
         place.mkdir(parents=True)
         cleanup = None
         try:
             if system == "trawl-sqlite":
                 row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place)
+            elif system == "trawl-sqlite-nosync":  # the cost of durable WARC, same run
+                row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place, "--no-warc-sync")
             elif system == "trawl-postgresql":
                 url, cleanup = postgres_url()
                 row = trawl(url, root, place)
@@ -187,7 +190,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="the 2,000-page site only")
     parser.add_argument("--sizes", default=None, help="comma-separated site sizes")
-    parser.add_argument("--only", default="trawl-sqlite,trawl-postgresql,wget,scrapy")
+    parser.add_argument(
+        "--only", default="trawl-sqlite,trawl-sqlite-nosync,trawl-postgresql,wget,scrapy"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in (args.sizes or ("2000" if args.quick else "2000,20000")).split(",")]
     systems = args.only.split(",")

@@ -98,6 +98,12 @@ def crawl() -> None:
     show_default=True,
     help="Start a new WARC file past this many bytes.",
 )
+@click.option(
+    "--no-warc-sync",
+    is_flag=True,
+    help="Do not fdatasync WARC records before their pages commit (faster; a crash of the "
+    "machine can then lose records of pages recorded done).",
+)
 @click.option("--no-robots", is_flag=True, help="Ignore robots.txt.")
 @click.option("--user-agent", metavar="UA", help="User-Agent header [default: trawl's].")
 @click.option(
@@ -223,6 +229,7 @@ def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:
         max_bytes=opts["max_size"],
         warc=opts["warc"],
         warc_size=opts["warc_size"],
+        warc_sync=not opts["no_warc_sync"],
         max_links=opts["max_links"],
         max_redirects=opts["max_redirects"],
         max_crawl_delay=opts["max_crawl_delay"],

@@ -18,6 +18,7 @@ class Options:
     max_bytes: int = 100 << 20  # bodies are cut (WARC-Truncated) past this
     warc: str | None = None  # WARC path: x.warc.gz, then x-00001.warc.gz ...
     warc_size: int = DEFAULT_MAX_SIZE
+    warc_sync: bool = True  # fdatasync a record before the commit that records its offset
     max_links: int = MAX_LINKS  # outlinks kept per page (a cut is recorded on the attempt)
     max_redirects: int = 10  # hops in one redirect chain before the page fails
     max_crawl_delay: float = 5.0  # a robots.txt Crawl-delay above this is capped

@@ -4,6 +4,7 @@ files, the digests of payloads already archived, and the politeness gate's cache
 from __future__ import annotations
 
 import asyncio
+import atexit
 import threading
 from typing import Any
 
@@ -52,18 +53,20 @@ class ProcessState:
         ex = resp.exchange
         refers = index.get(ex.digest) if resp.size > 0 and not resp.truncated else None
         first = refers is None and resp.size > 0 and not resp.truncated
-        if first:
-            index[ex.digest] = (ex.url, ex.date)
         files, lock = self._warc(crawl)
+        durable = Options.from_json(crawl.options).warc_sync
 
         def write() -> Written:
             with lock:
-                written = files.write(ex, refers)
-                if outlinks:
-                    files.metadata(ex.url, ex.date, [("outlink", u) for u in outlinks])
-                return written
+                written = files.write(ex, refers, outlinks)
+            if durable:  # on disk before the commit that records its offset; writers that
+                files.sync(written)  # finish together share one fdatasync
+            return written
 
-        return await asyncio.to_thread(write), first
+        written = await asyncio.to_thread(write)
+        if first:  # only a payload whose record was written may be referred to
+            index.setdefault(ex.digest, (ex.url, ex.date))
+        return written, first
 
     def _warc(self, crawl: CrawlRow) -> tuple[WarcFiles, threading.Lock]:
         found = self._warcs.get(crawl.id)
@@ -114,3 +117,8 @@ def close_all_sync(_: Any = None) -> None:
         for files, lock in rt._warcs.values():
             with lock:
                 files.close()
+
+
+# `trawl worker trawl.crawl.app:app` has no crawl command around it to call shutdown(): its
+# WARC files are synced and closed when the worker exits after SIGINT/SIGTERM.
+atexit.register(close_all_sync)

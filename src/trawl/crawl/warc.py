@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,14 +66,65 @@ class WarcFiles:
         self.base = path
         self.max_size = max_size
         self.info = info
-        self._file: IO[bytes] | None = None
+        self._file: _Sink | None = None
         self._writer: WARCWriter | None = None
         self.name = ""
+        self._end = 0  # bytes written to the current file
+        self._synced = 0  # bytes of the current file known to be on disk
+        self._sync_lock = threading.Lock()
 
-    def write(self, exchange: Exchange, refers_to: tuple[str, str] | None) -> Written:
-        """A request and a response record (a revisit if *refers_to* names the first
-        capture of the same payload: (url, date)); returns where the response went."""
+    def write(
+        self,
+        exchange: Exchange,
+        refers_to: tuple[str, str] | None,
+        outlinks: list[str] | None = None,
+    ) -> Written:
+        """A response (a revisit if *refers_to* names the first capture of the same
+        payload: (url, date)), its request, and a ``metadata`` record of its outlinks, as
+        one unit: all of them are in the file, or the file is cut back to where they
+        began. Returns where the response went; :meth:`sync` makes it durable."""
         writer, file = self._open()
+        offset = file.tell()
+        try:
+            response = self._response(writer, exchange, refers_to)
+            request = self._request(writer, exchange, response)
+            writer.write_record(response)
+            length = file.tell() - offset
+            writer.write_record(request)
+            if outlinks:
+                writer.write_record(self._metadata(writer, exchange, outlinks))
+            file.flush()
+        except BaseException:
+            self._cut(file, offset)
+            raise
+        written = Written(file=self.name, offset=offset, length=length, revisit=bool(refers_to))
+        self._end = file.tell()
+        self._rotate(file)
+        return written
+
+    def sync(self, written: Written) -> None:
+        """Make *written* durable (fdatasync), sharing one sync among the writers that wait
+        together: call it outside the write lock."""
+        with self._sync_lock:
+            if written.file != self.name or self._synced >= written.offset + written.length:
+                return  # synced already, or its file was synced and closed on rotation
+            file, end = self._file, self._end
+            if file is not None:
+                os.fdatasync(file.fileno())
+                self._synced = end
+
+    def _cut(self, file: _Sink, offset: int) -> None:
+        """Undo a record half written (a full disk, an I/O error): no reader may meet a torn
+        gzip member. If even that fails, the file is given up and the next write starts a
+        new one."""
+        try:
+            file.discard_to(offset)
+        except OSError:
+            file.abandon()
+            self._file, self._writer = None, None
+
+    @staticmethod
+    def _request(writer: WARCWriter, exchange: Exchange, response: Any) -> Any:
         request = writer.create_warc_record(
             exchange.url,
             "request",
@@ -82,30 +134,20 @@ class WarcFiles:
             ),
             warc_headers_dict={"WARC-Date": exchange.date},
         )
-        response = self._response(writer, exchange, refers_to)
         request.rec_headers.add_header("WARC-Concurrent-To", _record_id(response))
-        offset = file.tell()
-        writer.write_record(response)
-        length = file.tell() - offset
-        writer.write_record(request)
-        file.flush()
-        written = Written(file=self.name, offset=offset, length=length, revisit=bool(refers_to))
-        return written
+        return request
 
-    def metadata(self, url: str, date: str, fields: list[tuple[str, str]]) -> None:
-        """A ``metadata`` record of ``name: value`` lines (outlinks, via) for *url*."""
-        writer, file = self._open()
-        body = "".join(f"{name}: {value}\r\n" for name, value in fields).encode()
-        record = writer.create_warc_record(
-            url,
+    @staticmethod
+    def _metadata(writer: WARCWriter, exchange: Exchange, outlinks: list[str]) -> Any:
+        """A ``metadata`` record of ``outlink: URL`` lines for the exchange's URL."""
+        body = "".join(f"outlink: {url}\r\n" for url in outlinks).encode()
+        return writer.create_warc_record(
+            exchange.url,
             "metadata",
             payload=_Bytes(body),
             warc_content_type="application/warc-fields",
-            warc_headers_dict={"WARC-Date": date},
+            warc_headers_dict={"WARC-Date": exchange.date},
         )
-        writer.write_record(record)
-        file.flush()
-        self._rotate(file)
 
     def _response(self, writer: WARCWriter, ex: Exchange, refers_to: tuple[str, str] | None) -> Any:
         http = StatusAndHeaders(ex.status_line, ex.response_headers, protocol=ex.protocol)
@@ -125,28 +167,90 @@ class WarcFiles:
             ex.url, "response", payload=ex.body, http_headers=http, warc_headers_dict=headers
         )
 
-    def _open(self) -> tuple[WARCWriter, IO[bytes]]:
+    def _open(self) -> tuple[WARCWriter, _Sink]:
         if self._writer is not None and self._file is not None:
             return self._writer, self._file
-        self._file, self.name = _exclusive(self.base)
-        self._writer = WARCWriter(self._file, gzip=True, warc_version="1.1")
+        file, name = _exclusive(self.base)
+        writer = WARCWriter(file, gzip=True, warc_version="1.1")
         fields = {"software": f"trawl/{trawl.__version__}", "format": "WARC File Format 1.1"}
-        self._writer.write_record(
-            self._writer.create_warcinfo_record(Path(self.name).name, fields | self.info)
-        )
-        return self._writer, self._file
+        try:
+            writer.write_record(writer.create_warcinfo_record(Path(name).name, fields | self.info))
+            file.flush()
+        except BaseException:  # no room even for the header: leave no torn file behind
+            file.abandon()
+            Path(name).unlink(missing_ok=True)
+            raise
+        self._file, self._writer, self.name = file, writer, name
+        self._end = self._synced = 0
+        return writer, file
 
-    def _rotate(self, file: IO[bytes]) -> None:
+    def _rotate(self, file: _Sink) -> None:
         if file.tell() >= self.max_size:
             self.close()
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-        self._file, self._writer = None, None
+        """Sync and close the current file (rotation, shutdown); the next write opens a new
+        one."""
+        with self._sync_lock:
+            if self._file is not None:
+                self._file.close()
+            self._file, self._writer = None, None
+            self._end = self._synced = 0
 
 
-def _exclusive(base: str) -> tuple[IO[bytes], str]:
+class _Sink:
+    """An append-only WARC file whose write buffer this module owns, so the bytes of a
+    unit that failed are dropped, never flushed later over the cut; writes are retried
+    until complete (a short write is not silently lost)."""
+
+    BUFFER = 1 << 16
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._buffer = bytearray()
+        self._pos = os.lseek(fd, 0, os.SEEK_END)
+
+    def write(self, data: bytes) -> int:
+        self._buffer += data
+        if len(self._buffer) >= self.BUFFER:
+            self.flush()
+        return len(data)
+
+    def flush(self) -> None:
+        view = memoryview(self._buffer)
+        try:
+            while view:
+                written = os.write(self.fd, view)
+                view = view[written:]
+                self._pos += written
+        finally:
+            view.release()
+        self._buffer.clear()
+
+    def tell(self) -> int:
+        return self._pos + len(self._buffer)
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def discard_to(self, offset: int) -> None:
+        self._buffer.clear()
+        os.ftruncate(self.fd, offset)
+        self._pos = os.lseek(self.fd, offset, os.SEEK_SET)
+
+    def close(self) -> None:
+        try:
+            self.flush()
+            os.fdatasync(self.fd)
+        finally:
+            os.close(self.fd)
+
+    def abandon(self) -> None:
+        self._buffer.clear()
+        os.close(self.fd)
+
+
+def _exclusive(base: str) -> tuple[_Sink, str]:
     stem = base.removesuffix(".gz").removesuffix(".warc")
     Path(stem).parent.mkdir(parents=True, exist_ok=True)
     for n in range(100_000):
@@ -155,8 +259,17 @@ def _exclusive(base: str) -> tuple[IO[bytes], str]:
             fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             continue
-        return os.fdopen(fd, "wb"), name
+        _sync_directory(Path(name).parent)  # the new name survives a crash too
+        return _Sink(fd), name
     raise RuntimeError(f"no free WARC file name next to {base}")
+
+
+def _sync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _record_id(record: Any) -> str:
