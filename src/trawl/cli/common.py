@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from trawl.crawl.rules import allow_hook_modules
 from trawl.model.durations import seconds
 from trawl.model.errors import InvalidDuration, InvalidInput
 from trawl.store import migrate
@@ -101,4 +102,22 @@ def progress_every_option(fn: F) -> F:
         default="5s",
         show_default=True,
         help="Time between progress log lines when stderr is not a terminal.",
+    )(fn)
+
+
+def _allow_hooks(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
+    allow_hook_modules(value)
+
+
+def allow_hook_option(fn: F) -> F:
+    """``--allow-hook-module M``: modules crawl rule hooks may import in this process."""
+    return click.option(
+        "--allow-hook-module",
+        "allow_hook_module",
+        multiple=True,
+        metavar="MODULE",
+        callback=_allow_hooks,
+        expose_value=False,
+        help="Let crawl rule hooks (`module:function`) import MODULE (repeatable); "
+        "hooks naming any other module fail their page.",
     )(fn)

@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from trawl.cli import crawlview, output
-from trawl.cli.common import duration, json_option, open_store, settings
+from trawl.cli.common import allow_hook_option, duration, json_option, open_store, settings
 from trawl.crawl import foreground, operations
 from trawl.crawl import rules as crawl_rules
 from trawl.crawl.app import DEFAULT_LEASE, make_app
@@ -162,6 +162,7 @@ def crawl() -> None:
     help="How long a killed worker's pages stay claimed before another takes them.",
 )
 @click.option("--new", is_flag=True, help="Start a new crawl even if this command made one before.")
+@allow_hook_option
 @click.option(
     "--detach",
     is_flag=True,
@@ -206,7 +207,8 @@ def detach(crawl_id: int, lease: float) -> tuple[int, Path]:
     """Start `trawl crawl resume ID` in a session of its own; returns its pid and log."""
     log = runtime_dir() / f"crawl-{crawl_id}.log"
     argv = ["crawl", "resume", str(crawl_id), "--no-progress", "--lease", f"{lease:g}s"]
-    with log.open("ab") as sink:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+    with os.fdopen(os.open(log, flags, 0o600), "ab") as sink:
         child = subprocess.Popen(
             [sys.executable, "-m", "trawl", *argv],
             env=os.environ | {"TRAWL_DB": settings().url},  # never the password in argv
@@ -354,6 +356,7 @@ def abort(crawl_id: int) -> None:
 
 @crawl.command("resume")
 @click.argument("crawl_id", metavar="ID", type=int)
+@allow_hook_option
 @click.option(
     "--concurrency",
     "-c",

@@ -9,7 +9,7 @@ import logging
 import click
 
 from trawl.cli import output, progress
-from trawl.cli.common import grace_option, progress_every_option, settings
+from trawl.cli.common import allow_hook_option, grace_option, progress_every_option, settings
 from trawl.model.errors import InvalidInput
 from trawl.runtime.app import App
 from trawl.runtime.dryrun import DryRunJob
@@ -42,6 +42,7 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     "of at most its share of the slots in flight (pays on PostgreSQL with 200+ slots).",
 )
 @click.option("--tasks", metavar="A,B", help="Run only these tasks (comma-separated).")
+@allow_hook_option
 @click.option("--exit-when-idle", is_flag=True, help="Exit once no job is due.")
 @grace_option
 @click.option(

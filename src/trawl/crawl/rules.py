@@ -10,6 +10,7 @@ records the version it ran under.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -122,8 +123,33 @@ def _run_hook(spec: str, url: str, settings: Settings) -> Settings:
     raise InvalidInput(f"hook {spec} returned {type(changed).__name__}, not Settings or a dict")
 
 
-@lru_cache(maxsize=64)
+HOOK_MODULES_ENV = "TRAWL_HOOK_MODULES"  # comma-separated, for child processes
+
+
+def allow_hook_modules(names: Sequence[str]) -> None:
+    """Let rule hooks import these modules in this process (and processes it starts)."""
+    allowed = allowed_hook_modules() | {n.strip() for n in names if n.strip()}
+    os.environ[HOOK_MODULES_ENV] = ",".join(sorted(allowed))
+
+
+def allowed_hook_modules() -> set[str]:
+    return {n for n in os.environ.get(HOOK_MODULES_ENV, "").split(",") if n}
+
+
 def load_hook(spec: str) -> Callable[[str, Settings], Any]:
+    """The function a hook rule names, if an operator allowed its module: a rule is a row
+    anyone with write access to the database can add, and importing runs code."""
+    module = spec.partition(":")[0]
+    if module not in allowed_hook_modules():
+        raise InvalidInput(
+            f"rule hook {spec!r}: module {module!r} is not allowed here; start the crawl or "
+            f"worker with --allow-hook-module {module}"
+        )
+    return _import_hook(spec)
+
+
+@lru_cache(maxsize=64)
+def _import_hook(spec: str) -> Callable[[str, Settings], Any]:
     module, _, name = spec.partition(":")
     try:
         fn = getattr(importlib.import_module(module), name)

@@ -43,9 +43,15 @@ def _load_file(path: str) -> object:
 
 
 def _import(name: str) -> object:
-    if "" not in sys.path:
+    """Import the app's module, looking in the current directory for this import only: a
+    file there must not shadow modules imported later (rule hooks, plugins, the stdlib)."""
+    added = "" not in sys.path
+    if added:
         sys.path.insert(0, "")
     try:
         return importlib.import_module(name)
     except ImportError as error:
         raise AppLoadError(f"cannot import module {name!r}: {error}") from error
+    finally:
+        if added:
+            sys.path.remove("")

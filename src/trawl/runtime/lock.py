@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -36,7 +37,26 @@ def runtime_dir() -> Path:
     else:
         path = Path(tempfile.gettempdir()) / f"trawl-{os.getuid()}"
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _check_private(path)
     return path
+
+
+def _check_private(path: Path) -> None:
+    """Lock files and logs live here: another user must not be able to plant or swap
+    them (a directory made in a shared /tmp by someone else, a symlink, a loose mode)."""
+    found = os.lstat(path)
+    if not stat.S_ISDIR(found.st_mode):
+        raise TrawlError(f"runtime directory {path} is not a directory (a symlink?)")
+    if found.st_uid != os.geteuid():
+        raise TrawlError(
+            f"runtime directory {path} belongs to uid {found.st_uid}, not to you "
+            f"({os.geteuid()}): set TRAWL_RUNTIME_DIR to a directory of your own"
+        )
+    if found.st_mode & 0o077:
+        raise TrawlError(
+            f"runtime directory {path} has mode {stat.S_IMODE(found.st_mode):04o}; it must "
+            f"be 0700 (chmod 700 {path})"
+        )
 
 
 def collection_id(url: str) -> str:
@@ -70,7 +90,8 @@ class OrchestratorLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)  # not inherited by actors
+        # O_NOFOLLOW: a symlink planted in its place must not redirect the write.
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -24,6 +24,8 @@ HEAD = "0004"
 
 SCRIPTS = Path(__file__).with_name("migrations")
 _CURRENT = q("SELECT version_num FROM alembic_version")
+_LOCK = q("SELECT pg_advisory_xact_lock(:key)")
+MIGRATION_LOCK = 0x7472_6177_6C00  # "trawl\0": one upgrade at a time per database
 
 
 def _config(db: Database) -> Config:
@@ -57,7 +59,13 @@ def upgrade(db: Database, revision: str = "head") -> tuple[str | None, str]:
     from alembic import command
 
     before = current(db)
-    command.upgrade(_config(db), revision)
+    # One transaction for the whole upgrade: on PostgreSQL a failure leaves the schema as it
+    # was, and the advisory lock (SQLite: the write lock) makes two upgraders take turns;
+    # the second finds the work done.
+    with db.write():
+        if not db.is_sqlite:
+            db.execute(_LOCK, {"key": MIGRATION_LOCK})
+        command.upgrade(_config(db), revision)
     return before, current(db) or ""
 
 

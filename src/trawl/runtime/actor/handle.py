@@ -95,6 +95,9 @@ def kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+ACTOR_DB = "TRAWL_ACTOR_DB"  # the database URL, handed to an actor through its environment
+
+
 def spawn(actor_type: ActorType, key: str | None, launch: Launch) -> ActorHandle:
     """Start one actor of *actor_type* for launch *key*."""
     token = secrets.token_hex(3)
@@ -106,8 +109,6 @@ def spawn(actor_type: ActorType, key: str | None, launch: Launch) -> ActorHandle
         "trawl.runtime.actor.main",
         "--app",
         launch.app_spec,
-        "--db",
-        launch.url,
         "--task",
         actor_type.name,
         "--token",
@@ -126,6 +127,7 @@ def spawn(actor_type: ActorType, key: str | None, launch: Launch) -> ActorHandle
     try:
         popen = subprocess.Popen(
             argv,
+            env=os.environ | {ACTOR_DB: launch.url},  # a password never shows in `ps`
             stdin=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             pass_fds=(write_fd,),

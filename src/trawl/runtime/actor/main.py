@@ -28,7 +28,7 @@ from typing import Any
 from trawl.engine.keyed import claim_keyed
 from trawl.model.errors import TrawlError
 from trawl.model.records import ClaimedJob
-from trawl.runtime.actor.handle import EXIT_REPLACE, EXIT_START_FAILED, owner_id
+from trawl.runtime.actor.handle import ACTOR_DB, EXIT_REPLACE, EXIT_START_FAILED, owner_id
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo, actor_key, set_current
 from trawl.runtime.app import App, TaskDef
@@ -89,7 +89,7 @@ async def _run(app: App, task: TaskDef, info: ActorInfo, args: argparse.Namespac
     shed = ShedStuckThreads(task)
     worker = Worker(
         app,
-        url=args.db,
+        url=_database(),
         concurrency=args.concurrency,
         tasks=[task.name],
         exit_when_idle=True,
@@ -176,10 +176,16 @@ def _log_json(level: str) -> None:
     logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
+def _database() -> str:
+    url = os.environ.get(ACTOR_DB)
+    if not url:
+        raise SystemExit(f"{ACTOR_DB} is not set: actors are started by `trawl run`")
+    return url
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trawl-actor", description=__doc__)
     parser.add_argument("--app", required=True)
-    parser.add_argument("--db", required=True)
     parser.add_argument("--task", required=True)
     parser.add_argument("--key", default=None)
     parser.add_argument("--token", required=True)
