@@ -29,6 +29,10 @@ JOURNAL_LOCK = 0x7472_6177_6C00  # "trawl\0": the advisory lock that orders jour
 _JOURNAL_COLUMNS = ("at", "kind", "item_id", "task", "detail")
 # All of a transaction's journal rows in one statement (seqs follow the list's order).
 JOURNAL_LOCK_SQL = f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})"
+# Bounded waits on PostgreSQL: a lock waited for past lock_timeout is a TransientConflict
+# (retried), and a session that sits in a transaction doing nothing (a stopped or stuck
+# process) is ended by the server, so its locks cannot block every other writer.
+SESSION_OPTIONS = "-c lock_timeout=30s -c idle_in_transaction_session_timeout=60s"
 JOURNAL_INSERT_SQLITE = sa.text(
     "INSERT INTO journal (at, kind, item_id, task, detail)"
     " SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4"
@@ -54,6 +58,7 @@ class Database:
         event.listen(self.engine, "before_cursor_execute", self._before_sqlalchemy)
         # SQLite writers queue on a file lock (see writer_lock.py); PostgreSQL has row locks.
         self._writer = writer_lock.for_database(sa_url.database) if self.is_sqlite else None
+        self.lock_timeout = _seconds(sa_url.query.get("lock_timeout"), writer_lock.DEFAULT_TIMEOUT)
         self._conn: sa.Connection | None = None
         self._depth = 0
         self._unit = False  # inside unit(): its direct sub-transactions join it
@@ -99,7 +104,13 @@ class Database:
             with self._transaction("BEGIN IMMEDIATE" if self.is_sqlite else "BEGIN") as conn:
                 yield conn
             return
-        self._writer.acquire()
+        try:
+            self._writer.acquire(self.lock_timeout)
+        except TimeoutError:
+            raise DatabaseUnavailable(
+                f"{urls.display(self.url)}: waited {self.lock_timeout:g}s for SQLite's write"
+                " lock: another process holds it (stopped, or stuck in a long transaction)"
+            ) from None
         try:
             with self._transaction("BEGIN IMMEDIATE") as conn:
                 yield conn
@@ -260,20 +271,34 @@ class Database:
         self._driver.send_many(self._raw, statement, rows)
 
 
+def _seconds(value: str | tuple[str, ...] | None, default: float) -> float:
+    """A URL query parameter in seconds (``?lock_timeout=10``)."""
+    if value is None:
+        return default
+    text = value[-1] if isinstance(value, tuple) else value
+    try:
+        found = float(text)
+    except ValueError:
+        raise TrawlError(f"lock_timeout must be a number of seconds, not {text!r}") from None
+    if not found > 0:
+        raise TrawlError(f"lock_timeout must be positive, not {text!r}")
+    return found
+
+
 def _engine(sa_url: sa.URL, dialect: urls.Dialect) -> sa.Engine:
     if dialect == "sqlite":
         query = dict(sa_url.query)
         sync = str(query.pop("synchronous", "NORMAL")).upper()
+        query.pop("lock_timeout", None)  # trawl's own (Database.lock_timeout)
         engine = sa.create_engine(
             sa_url.set(query={}), poolclass=sa.pool.NullPool, connect_args={"timeout": 60}
         )
         event.listen(engine, "connect", _sqlite_pragmas(sync))
         return engine
-    return sa.create_engine(
-        sa_url,
-        poolclass=sa.pool.NullPool,
-        connect_args={"connect_timeout": 10, "application_name": "trawl"},
-    )
+    connect: dict[str, Any] = {"connect_timeout": 10, "application_name": "trawl"}
+    if "options" not in sa_url.query:  # ?options=-c... in the URL replaces these
+        connect["options"] = SESSION_OPTIONS
+    return sa.create_engine(sa_url, poolclass=sa.pool.NullPool, connect_args=connect)
 
 
 def _sqlite_pragmas(synchronous: str) -> Any:

@@ -21,8 +21,11 @@ import fcntl
 import logging
 import os
 import threading
+import time
 
 log = logging.getLogger("trawl.store")
+
+DEFAULT_TIMEOUT = 60.0  # seconds a writer waits for its turn (as SQLite's busy timeout)
 
 _held: dict[str, int] = {}  # lock path -> the thread holding it, in this process
 _guard = threading.Lock()
@@ -36,7 +39,10 @@ class WriterLock:
         self._fd: int | None = None
         self._locked = False
 
-    def acquire(self) -> None:
+    def acquire(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Take the lock, waiting at most *timeout* seconds (then TimeoutError): a writer
+        that was stopped (SIGSTOP) or hangs while holding it must not block the rest for
+        ever."""
         with _guard:
             if _held.get(self.path) == threading.get_ident():
                 return  # this thread holds it through another connection: see above
@@ -53,10 +59,25 @@ class WriterLock:
                 self._fd = -1
         if self._fd < 0:
             return
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        self._wait(self._fd, timeout)
         with _guard:
             _held[self.path] = threading.get_ident()
         self._locked = True
+
+    def _wait(self, fd: int, timeout: float) -> None:
+        # A blocking flock cannot time out: poll, sleeping a little longer each time but
+        # never more than 2 ms, so a freed lock is taken almost as soon as it is free.
+        deadline = time.monotonic() + timeout
+        pause = 0.0002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"the SQLite write lock {self.path} stayed taken") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.002)
 
     def release(self) -> None:
         if not self._locked or self._fd is None or self._fd < 0:
