@@ -9,9 +9,16 @@ import logging
 import click
 
 from trawl.cli import output, progress
-from trawl.cli.common import allow_hook_option, grace_option, progress_every_option, settings
+from trawl.cli.common import (
+    allow_hook_option,
+    duration,
+    grace_option,
+    progress_every_option,
+    settings,
+)
 from trawl.model.errors import InvalidInput
 from trawl.runtime.app import App
+from trawl.runtime.clock import WorkerClock
 from trawl.runtime.dryrun import DryRunJob
 from trawl.runtime.dryrun import dry_run as dry_run_jobs
 from trawl.runtime.loader import load_app
@@ -40,6 +47,19 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     show_default=True,
     help="Database connections claiming and committing side by side, each with a batch "
     "of at most its share of the slots in flight (pays on PostgreSQL with 200+ slots).",
+)
+@click.option(
+    "--max-clock-skew",
+    metavar="DURATION",
+    callback=duration,
+    default="2s",
+    show_default=True,
+    help="Refuse to run if this machine's clock is further than this from the database's.",
+)
+@click.option(
+    "--use-database-clock",
+    is_flag=True,
+    help="Past --max-clock-skew, run on the database's time instead of refusing.",
 )
 @click.option("--tasks", metavar="A,B", help="Run only these tasks (comma-separated).")
 @allow_hook_option
@@ -79,6 +99,8 @@ def worker(
     app_spec: str,
     concurrency: int,
     connections: int,
+    max_clock_skew: float,
+    use_database_clock: bool,
     tasks: str | None,
     exit_when_idle: bool,
     grace: float,
@@ -122,6 +144,7 @@ def worker(
             exit_when_idle=exit_when_idle,
             grace=grace,
             on_progress=on_progress,
+            clock=WorkerClock(max_skew=max_clock_skew, use_database=use_database_clock),
         )
         log.info(
             "worker %s: tasks %s on %s, concurrency %d, %d connection(s)",

@@ -24,6 +24,7 @@ from trawl.model.states import Outcome
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.app import App, TaskDef
+from trawl.runtime.clock import CHECK_EVERY, WorkerClock
 from trawl.runtime.context import Context
 from trawl.runtime.outcome import attempt_result
 from trawl.runtime.plugins import for_app
@@ -60,12 +61,14 @@ class Worker:
         claim: Callable[[Store, int], claims.ClaimBatch] | None = None,
         linger: float = 0.0,
         connections: int = 1,
+        clock: WorkerClock | None = None,
     ) -> None:
         """``hooks``: the plugin hooks to fire (default: the app's plugins, as a worker).
         ``claim``: how to lease a batch (an actor's keyed claim). ``linger``: with
         ``exit_when_idle``, how long the queue must stay empty before the worker exits.
         ``connections``: claim/commit lanes, each a database connection of its own with a
-        batch of at most its share of the slots in flight."""
+        batch of at most its share of the slots in flight. ``clock``: the worker's time and
+        how far from the database's it may be (runtime/clock.py)."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if connections < 1:
@@ -112,6 +115,7 @@ class Worker:
         self._reserved = 0  # slots promised to claims in flight on any lane
         self._calls = 0  # lane calls (commit and/or claim) in flight
         self._next_sweep = 0.0
+        self.clock = clock or WorkerClock()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -124,7 +128,7 @@ class Worker:
         """Run until stopped; returns the process exit code."""
         self._wake = asyncio.Event()
         self._commit_wanted = asyncio.Event()
-        store = Store(self.url)
+        store = Store(self.url, clock=self.clock.now)
         self.db = StoreThread(store)
         loop = asyncio.get_running_loop()
         try:
@@ -135,7 +139,7 @@ class Worker:
             listener.start()
             self._install_signals(loop)
             lanes = [self.db] + [
-                StoreThread(Store(self.url), name=f"trawl-db-lane{n}")
+                StoreThread(Store(self.url, clock=self.clock.now), name=f"trawl-db-lane{n}")
                 for n in range(1, self.connections)
             ]
             try:
@@ -154,6 +158,7 @@ class Worker:
         return 0
 
     def _prepare(self, store: Store) -> None:
+        self.clock.check(store)
         migrate.ensure(store.db, auto=store.is_sqlite)
         requeued = store.register_tasks(d.info() for d in self.defs.values())
         store.register_limits(
@@ -168,6 +173,7 @@ class Worker:
             asyncio.create_task(self._heartbeat_loop(store)),
             asyncio.create_task(self._watchdog_loop()),
             asyncio.create_task(self._progress_loop()),
+            asyncio.create_task(self._clock_loop(store)),
         ]
         try:
             await self._claim_lanes(lanes)
@@ -521,6 +527,11 @@ class Worker:
             log.warning("job %s of %s: %s", result.item_id, result.task, _why(result))
         if lost:
             self.hooks.committed(lost, report)
+
+    async def _clock_loop(self, store: Store) -> None:
+        while True:
+            await asyncio.sleep(CHECK_EVERY)
+            await self._retrying("clock check", self.db, self.clock.recheck, store)
 
     async def _retrying(self, what: str, db: StoreThread, fn: Callable[..., T], *args: Any) -> T:
         """Run a store call on *db*'s thread, waiting out database outages with growing

@@ -30,6 +30,7 @@ from trawl.store.results import Results
 from trawl.store.sql import NEW_JOBS, NOTIFY, RESELECT, q
 
 Clock = Callable[[], float]
+_DB_TIME = q("SELECT extract(epoch FROM clock_timestamp())")
 
 _TAGS_OF_SQLITE = q(
     "SELECT item_id, name, value FROM tags WHERE item_id IN (SELECT value FROM json_each(:ids))"
@@ -209,6 +210,16 @@ class Store:
         """Move jobs whose time has come into the claim index."""
         stmt = claims.PROMOTE_SQLITE if self.is_sqlite else claims.PROMOTE_POSTGRES
         self.db.send(stmt, {"now": now})
+
+    def clock_offset(self, local: Clock = time.time) -> float:
+        """Seconds the database's clock is ahead of *local* (0 on SQLite: same machine)."""
+        if self.is_sqlite:
+            return 0.0
+        with self.db.read():
+            before = local()
+            remote = float(self.db.execute(_DB_TIME).scalar() or 0.0)
+            after = local()
+        return remote - (before + after) / 2
 
     def lapsed(self, tasks: Sequence[str], limit: int) -> list[tuple[ClaimedJob, str | None]]:
         """Running jobs of *tasks* whose lease lapsed without a commit, and their holders."""
