@@ -40,6 +40,7 @@ def _crawl_args(url: str, *seeds: str) -> list[str]:
         *trawl_command(), "--db", url, "crawl", *seeds,
         "--accept", r"^http://127\.0\.0\.1:", "--reject", "/many/",
         "--timeout", "3s", "--max-crawl-delay", "0.01", "--concurrency", "8",
+        "--host-grace", "10s",
         "--warc", "out.warc.gz", "--no-progress",
     ]  # fmt: skip
 

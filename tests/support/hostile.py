@@ -171,25 +171,28 @@ def _logging(host: Host) -> web.middleware:  # type: ignore[valid-type]
 @contextmanager
 def serve(*, robots_failures: int = 1) -> Iterator[tuple[Host, Host]]:
     """The hostile host and the host whose robots.txt errs first, both on 127.0.0.1."""
-    hostile, flaky = Host(), Host()
-    bombs = _bombs()
+    routes = [_hostile_routes(_bombs()), _flaky_robots_routes(robots_failures)]
+    with serve_hosts(routes) as (hostile, flaky):
+        yield hostile, flaky
+
+
+@contextmanager
+def serve_hosts(routes: list[web.RouteTableDef]) -> Iterator[list[Host]]:
+    """One logged host on 127.0.0.1 per route table, served from a thread."""
+    hosts = [Host() for _ in routes]
     loop = asyncio.new_event_loop()
     started = threading.Event()
     runners: list[web.AppRunner] = []
 
     async def start() -> None:
-        for host, routes in (
-            (hostile, _hostile_routes(bombs)),
-            (flaky, _flaky_robots_routes(robots_failures)),
-        ):
+        for host, table in zip(hosts, routes, strict=True):
             app = web.Application(middlewares=[_logging(host)])
-            app.add_routes(routes)
+            app.add_routes(table)
             runner = web.AppRunner(app, handle_signals=False)
             await runner.setup()
             site = web.TCPSite(runner, "127.0.0.1", 0)
             await site.start()
-            port = runner.addresses[0][1]
-            host.base = f"http://127.0.0.1:{port}"
+            host.base = f"http://127.0.0.1:{runner.addresses[0][1]}"
             runners.append(runner)
 
     def run() -> None:
@@ -202,7 +205,7 @@ def serve(*, robots_failures: int = 1) -> Iterator[tuple[Host, Host]]:
     thread.start()
     started.wait(30)
     try:
-        yield hostile, flaky
+        yield hosts
     finally:
         for runner in runners:
             asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(30)

@@ -144,6 +144,15 @@ def crawl() -> None:
     help="Most a robots.txt Crawl-delay is obeyed (a longer one is capped).",
 )
 @click.option(
+    "--host-grace",
+    metavar="DURATION",
+    callback=duration,
+    default="60s",
+    show_default=True,
+    help="A host answering 5xx, timing out or refusing connections backs off as a whole "
+    "(1s doubling) and its pages wait without spending tries, for this long; then they fail.",
+)
+@click.option(
     "--nice",
     "niceness",
     type=int,
@@ -235,6 +244,7 @@ def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:
         max_links=opts["max_links"],
         max_redirects=opts["max_redirects"],
         max_crawl_delay=opts["max_crawl_delay"],
+        host_grace=opts["host_grace"],
     )
     return CrawlSpec(
         seeds=operations.canonical_seeds(seeds),

@@ -22,6 +22,7 @@ class Options:
     max_links: int = MAX_LINKS  # outlinks kept per page (a cut is recorded on the attempt)
     max_redirects: int = 10  # hops in one redirect chain before the page fails
     max_crawl_delay: float = 5.0  # a robots.txt Crawl-delay above this is capped
+    host_grace: float = 60.0  # a host erring this long backs off without failing pages
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

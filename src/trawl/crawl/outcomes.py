@@ -20,11 +20,14 @@ class Fetched:
     block: tuple[str, float] | None = None  # (host, until) after 429/503
     payload: tuple[int, str, str, str] | None = None  # (crawl, digest, url, date): first copy
     discover: Discover | None = None
+    host_ok: str | None = None  # a host that had errors answered: its backoff is over
 
     def apply(self, store: Any, now: float, task: str) -> None:
         tables = CrawlTables(store.db)
         tables.add_attempt(self.record)
         tables.release(self.item_id, self.attempt)
+        if self.host_ok is not None:
+            tables.host_ok(self.host_ok)
         if self.block is not None:
             tables.block(*self.block)
         if self.payload is not None:

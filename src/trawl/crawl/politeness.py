@@ -41,6 +41,7 @@ class Plan:
     start_at: float = 0.0  # fetch/robots: when the request may start
     until: float = 0.0  # defer: when to try again
     reason: str = ""  # skip: why
+    host_errors: int = 0  # fetch: the host's consecutive errors so far (a success resets)
 
 
 class Gate:
@@ -114,7 +115,7 @@ class Gate:
         crawl, options = plan.crawl, plan.options
         if crawl is None or options is None:
             raise RuntimeError(f"an incomplete plan: {plan}")
-        next_at, blocked = t.host(host, known=host in self._hosts)
+        next_at, blocked, errors = t.host(host, known=host in self._hosts)
         self._hosts.add(host)
         if blocked is not None and blocked > now:
             return _defer(plan, blocked + self._rng.uniform(0, max(delay, 0.5)))
@@ -131,7 +132,7 @@ class Gate:
         t.set_next(host, start + delay + (min(SLACK, delay / 10) if delay else 0.0))
         t.take([host_key, crawl_key], item_id, attempt, start + options.timeout + SLOT_MARGIN)
         action = "robots" if plan.action == "robots" else "fetch"
-        return _with(plan, action=action, start_at=start)
+        return _with(plan, action=action, start_at=start, host_errors=errors)
 
     def ruleset(self, t: CrawlTables, crawl: CrawlRow) -> Ruleset:
         key = (crawl.id, crawl.ruleset)
@@ -173,6 +174,29 @@ def _defer(plan: Plan, until: float) -> Plan:
     return _with(plan, action="defer", until=until)
 
 
+HOST_BACKOFF = 1.0  # seconds a host backs off after its first error, doubling
+HOST_BACKOFF_MAX = 300.0
+
+
+def host_failed(store: Any, host: str, grace: float) -> float | None:
+    """A 5xx, timeout or connection error on *host*: back the whole host off, longer each
+    time in a row, and return until when the page should wait without spending a try.
+    ``None`` once the run of errors is older than *grace* (the crawl's ``host_grace``): the
+    host is down, or the page is bad, so the host is no longer held back and its pages'
+    tries count again - the crawl still ends."""
+    tables = CrawlTables(store.db)
+    with store.db.write():
+        now = store.clock()
+        counted, errors, since, blocked = tables.host_error(host, now)
+        if now - since > grace:
+            return None
+        until = blocked if blocked is not None and blocked > now else now
+        if counted:
+            until = now + min(HOST_BACKOFF_MAX, HOST_BACKOFF * 2.0 ** (errors - 1))
+            tables.block(host, until)
+    return until
+
+
 def block_host(store: Any, host: str, until: float) -> None:
     """Hold off every request to *host* until *until* (after a 429 or a 503)."""
     with store.db.write():
@@ -187,7 +211,7 @@ def store_robots(
     tables = CrawlTables(store.db)
     with store.db.write():
         tables.put_robots(host, robots[0], robots[1], store.clock())
-        next_at, _ = tables.host(host)
+        next_at, _, _ = tables.host(host)
         if not_before > next_at:
             tables.set_next(host, not_before)
         tables.release(item_id, attempt)

@@ -17,7 +17,14 @@ from trawl.crawl.client import FetchError, Response
 from trawl.crawl.frontier import Discover, Found
 from trawl.crawl.options import Options
 from trawl.crawl.outcomes import Fetched, Parked, Skipped
-from trawl.crawl.politeness import SLACK, Plan, block_host, capped_delay, store_robots
+from trawl.crawl.politeness import (
+    SLACK,
+    Plan,
+    block_host,
+    capped_delay,
+    host_failed,
+    store_robots,
+)
 from trawl.crawl.robots import MAX_BYTES, MAX_REDIRECTS, UNREACHABLE, Robots, robots_url
 from trawl.crawl.rules import Settings
 from trawl.crawl.state import ProcessState, runtime
@@ -147,6 +154,8 @@ async def _fetch(
         rt.finished.append((ctx.id, ctx.attempt))
         record |= {"outcome": "retry", "error": str(error), "elapsed": time.time() - started}
         ctx.custom(Fetched(item_id=ctx.id, attempt=ctx.attempt, record=record))
+        if await _host_backs_off(ctx, url, r.options.host_grace):
+            return None
         raise
     rt.finished.append((ctx.id, ctx.attempt))
     try:
@@ -210,10 +219,13 @@ async def _handle(
             block=block,
             payload=payload,
             discover=discover,
+            host_ok=urls.host(url) if plan.host_errors and resp.status < 500 else None,
         )
     )
     if too_long:
         raise RedirectLimit(record["error"])
+    if resp.status >= 500 and await _host_backs_off(ctx, url, r.options.host_grace):
+        return None
     _raise_for(resp)
     return {"status": resp.status, "size": resp.size, "links": len(found)}
 
@@ -223,6 +235,17 @@ class _Ready:
     crawl: CrawlRow
     options: Options
     settings: Settings
+
+
+async def _host_backs_off(ctx: Context, url: str, grace: float) -> bool:
+    """A host-level error (5xx, timeout, connection): the whole host backs off and the page
+    waits for it without spending a try - until the host has failed too often in a row."""
+    host = urls.host(url)
+    until = await ctx.with_store(lambda store: host_failed(store, host, grace))
+    if until is None:
+        return False
+    ctx.defer(until)
+    return True
 
 
 def _ready(plan: Plan) -> _Ready:

@@ -129,8 +129,20 @@ _HOST_INIT = q(
     "INSERT INTO crawl_hosts (host, next_at, blocked_until) VALUES (:host, 0, NULL)"
     " ON CONFLICT DO NOTHING"
 )
-_HOST = q("SELECT next_at, blocked_until FROM crawl_hosts WHERE host = :host")
-_HOST_LOCKED = q("SELECT next_at, blocked_until FROM crawl_hosts WHERE host = :host FOR UPDATE")
+_HOST = q("SELECT next_at, blocked_until, errors FROM crawl_hosts WHERE host = :host")
+_HOST_LOCKED = q(
+    "SELECT next_at, blocked_until, errors FROM crawl_hosts WHERE host = :host FOR UPDATE"
+)
+# One more consecutive error, unless the host is already backing off: requests planned
+# before the block began fail together, and count as one.
+_HOST_ERROR = q(
+    "UPDATE crawl_hosts SET errors = errors + 1, errors_since = COALESCE(errors_since, :now)"
+    " WHERE host = :host AND (blocked_until IS NULL OR blocked_until <= :now)"
+)
+_HOST_ERRORS = q("SELECT errors, errors_since, blocked_until FROM crawl_hosts WHERE host = :host")
+_HOST_OK = q(
+    "UPDATE crawl_hosts SET errors = 0, errors_since = NULL WHERE host = :host AND errors > 0"
+)
 _HOST_NEXT = q("UPDATE crawl_hosts SET next_at = :next_at WHERE host = :host")
 _HOST_BLOCK = q(
     "UPDATE crawl_hosts SET blocked_until = :until WHERE host = :host"
@@ -343,14 +355,26 @@ class CrawlTables:
 
     # -- politeness -----------------------------------------------------------------------
 
-    def host(self, host: str, *, known: bool = False) -> tuple[float, float | None]:
-        """(next start, blocked until) for *host*, its row locked on PostgreSQL; *known*: the
-        caller saw the row before (it is never deleted), so it need not be created."""
+    def host(self, host: str, *, known: bool = False) -> tuple[float, float | None, int]:
+        """(next start, blocked until, consecutive errors) for *host*, its row locked on
+        PostgreSQL; *known*: the caller saw the row before (it is never deleted), so it
+        need not be created."""
         if not known:
             self.db.execute(_HOST_INIT, {"host": host})
         stmt = _HOST if self.db.is_sqlite else _HOST_LOCKED
         row = self.db.execute(stmt, {"host": host}).one()
-        return float(row.next_at), row.blocked_until
+        return float(row.next_at), row.blocked_until, int(row.errors)
+
+    def host_error(self, host: str, now: float) -> tuple[bool, int, float, float | None]:
+        """Count one more consecutive error of *host*: (counted, errors in the run, when the
+        run began, blocked until)."""
+        self.db.execute(_HOST_INIT, {"host": host})
+        counted = self.db.execute(_HOST_ERROR, {"host": host, "now": now}).rowcount > 0
+        row = self.db.execute(_HOST_ERRORS, {"host": host}).one()
+        return counted, int(row.errors), float(row.errors_since or now), row.blocked_until
+
+    def host_ok(self, host: str) -> None:
+        self.db.execute(_HOST_OK, {"host": host})
 
     def set_next(self, host: str, next_at: float) -> None:
         self.db.execute(_HOST_NEXT, {"host": host, "next_at": next_at})

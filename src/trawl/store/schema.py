@@ -291,6 +291,9 @@ crawl_hosts = sa.Table(
     sa.Column("host", sa.Text(), primary_key=True),
     sa.Column("next_at", Time, nullable=False),
     sa.Column("blocked_until", Time, nullable=True),
+    # Consecutive 5xx, timeouts and connection errors: the whole host backs off on them.
+    sa.Column("errors", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("errors_since", Time, nullable=True),  # when the run of errors began
 )
 
 # Requests in flight, per key ("host:<host>", "crawl:<id>"). A slot counts only while its

@@ -1,4 +1,5 @@
-"""hardening: a crawl attempt records why its outlinks were cut short
+"""hardening: a crawl attempt records why its outlinks were cut short; hosts count their
+consecutive errors (host-level backoff)
 
 Revision ID: 0004
 Revises: 0003
@@ -19,8 +20,14 @@ depends_on = None
 def upgrade() -> None:
     with op.batch_alter_table("crawl_attempts") as batch:
         batch.add_column(sa.Column("outlinks_cut", sa.Text(), nullable=True))
+    with op.batch_alter_table("crawl_hosts") as batch:
+        batch.add_column(sa.Column("errors", sa.Integer(), nullable=False, server_default="0"))
+        batch.add_column(sa.Column("errors_since", sa.Double(), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("crawl_hosts") as batch:
+        batch.drop_column("errors_since")
+        batch.drop_column("errors")
     with op.batch_alter_table("crawl_attempts") as batch:
         batch.drop_column("outlinks_cut")
