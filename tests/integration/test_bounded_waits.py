@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.integration.helpers import item
+from tests.integration.helpers import claim, item, task
 from trawl.model.errors import DatabaseUnavailable
 from trawl.store.sql import q
 from trawl.store.store import Store
@@ -82,3 +82,17 @@ def test_a_stopped_postgres_writer_is_cut_off_and_the_others_go_on(pg_url: str) 
         assert 1.5 <= waited < 15, waited
     finally:
         _end(holder)
+
+
+@pytest.mark.postgres
+def test_a_renewal_skips_a_lease_a_long_commit_has_locked(pg_url: str) -> None:
+    with Store(pg_url) as store:
+        store.register_tasks([task()])
+        store.add_items([item("sku:1", "product"), item("sku:2", "product")])
+        first, second = claim(store, limit=2)
+        with Store(pg_url) as committing, committing.db.write():
+            committing.db.execute(q(f"SELECT id FROM jobs WHERE id = {first.job_id} FOR UPDATE"))
+            started = time.monotonic()
+            kept = store.renew([(j.job_id, j.attempt, 60.0) for j in (first, second)])
+            assert time.monotonic() - started < 5  # not held up until the commit ends
+        assert kept == {second.job_id}

@@ -130,6 +130,9 @@ class Worker:
         self._commit_wanted = asyncio.Event()
         store = Store(self.url, clock=self.clock.now)
         self.db = StoreThread(store)
+        # Leases are renewed on a connection of their own: a long commit or claim on the
+        # worker's connection must not make them lapse.
+        self._renewer = StoreThread(Store(self.url, clock=self.clock.now), name="trawl-db-leases")
         loop = asyncio.get_running_loop()
         try:
             await self.db.call(self._prepare, store)
@@ -153,6 +156,7 @@ class Worker:
                 for lane in lanes[1:]:
                     await asyncio.to_thread(lane.close)
         finally:
+            await asyncio.to_thread(self._renewer.close)
             await asyncio.to_thread(self.db.close)
         log.info("worker %s stopped: %s", self.owner, self.stats.line())
         return 0
@@ -170,7 +174,7 @@ class Worker:
     async def _serve(self, lanes: list[StoreThread]) -> None:
         store = self.db.store
         helpers = [
-            asyncio.create_task(self._heartbeat_loop(store)),
+            asyncio.create_task(self._heartbeat_loop()),
             asyncio.create_task(self._watchdog_loop()),
             asyncio.create_task(self._progress_loop()),
             asyncio.create_task(self._clock_loop(store)),
@@ -454,7 +458,7 @@ class Worker:
                 message,
             )
 
-    async def _heartbeat_loop(self, store: Store) -> None:
+    async def _heartbeat_loop(self) -> None:
         interval = max(0.2, min(10.0, min(self._leases.values(), default=30.0) / 3))
         while True:
             await asyncio.sleep(interval)
@@ -468,7 +472,7 @@ class Worker:
             if not held:
                 continue
             try:
-                kept = await self.db.call(store.renew, held)
+                kept = await self._renewer.call(self._renewer.store.renew, held)
             except DatabaseUnavailable as error:
                 log.warning("lease renewal failed: %s", error)
                 continue

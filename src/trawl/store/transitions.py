@@ -76,12 +76,20 @@ COMMIT_SQLITE = q(
     """
 )
 
+# Rows a commit in flight has locked are skipped, not waited for: they are being settled,
+# and a long commit must not hold up the renewal of every other lease.
 RENEW_POSTGRES = q(
     f"""
+    WITH b AS (
+        SELECT * FROM unnest(CAST(:id AS bigint[]), CAST(:attempt AS int[]),
+                             CAST(:timeout AS float8[])) AS b(id, attempt, timeout)
+    ), free AS (
+        SELECT jobs.id FROM jobs JOIN b ON jobs.id = b.id
+        WHERE {_FENCE} FOR UPDATE OF jobs SKIP LOCKED
+    )
     UPDATE jobs SET due_at = :now + b.timeout, ready = false
-    FROM unnest(CAST(:id AS bigint[]), CAST(:attempt AS int[]), CAST(:timeout AS float8[]))
-         AS b(id, attempt, timeout)
-    WHERE {_FENCE}
+    FROM b, free
+    WHERE jobs.id = free.id AND b.id = free.id
     RETURNING jobs.id
     """
 )
