@@ -9,11 +9,15 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
 
-from tests.integration.helpers import claim, item, task
+from tests.integration.helpers import claim, item, success, task
+from trawl.engine import usercode
+from trawl.engine.commit import commit
+from trawl.model import effects as fx
 from trawl.model.errors import DatabaseUnavailable
 from trawl.store.sql import q
 from trawl.store.store import Store
@@ -96,3 +100,28 @@ def test_a_renewal_skips_a_lease_a_long_commit_has_locked(pg_url: str) -> None:
             kept = store.renew([(j.job_id, j.attempt, 60.0) for j in (first, second)])
             assert time.monotonic() - started < 5  # not held up until the commit ends
         assert kept == {second.job_id}
+
+
+def test_a_hanging_update_callback_is_given_up_and_the_lock_released(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(usercode, "LIMIT", 0.3)
+    release = threading.Event()
+
+    def hang(old: dict[str, object]) -> dict[str, object]:
+        release.wait(30)
+        return old
+
+    with Store(db_url) as store:
+        store.register_tasks([task()])
+        store.add_items([item("sku:1", "product")])
+        (job,) = claim(store)
+        started = time.monotonic()
+        stuck = success(job, {"ok": True}, effects=(fx.UpdateData(id="sku:1", fn=hang),))
+        report = commit(store, [stuck])
+        assert time.monotonic() - started < 5
+        release.set()
+        assert "update_data function ran longer than 0.3s" in report.effect_failures[job.job_id]
+        (failed,) = store.failures(task="price")
+        assert failed.error_type == "UserCodeTimeout"
+        assert store.add_items([item("sku:2", "product")]) == ["sku:2"]  # the lock is free

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+from trawl.engine.usercode import bounded
 from trawl.model.errors import InvalidInput
 
 KINDS = ("accept", "skip", "user_agent", "header", "hook")
@@ -113,7 +114,8 @@ class Ruleset:
 
 
 def _run_hook(spec: str, url: str, settings: Settings) -> Settings:
-    changed = load_hook(spec)(url, settings)
+    # The politeness gate holds the database while rules apply: the hook gets a time limit.
+    changed = bounded(f"rule hook {spec}", load_hook(spec), url, settings)
     if changed is None:
         return settings
     if isinstance(changed, Settings):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import singledispatchmethod
 from typing import Any
 
+from trawl.engine.usercode import bounded
 from trawl.model import effects as fx
 from trawl.model.errors import ItemExists
 from trawl.model.states import Journal
@@ -73,7 +74,8 @@ class EffectApplier:
         into, from_ = self.items.require(e.into), self.items.require(e.from_)
         if into == from_:
             raise ItemExists(f"cannot merge {e.from_!r} into {e.into!r}: they are the same item")
-        merged = e.merge(self.items.data_for_update(into), self.items.data_for_update(from_))
+        old = (self.items.data_for_update(into), self.items.data_for_update(from_))
+        merged = bounded("a merge_item merge function", e.merge, *old)
         self.items.set_data(into, _object(merged, "merge result"), self.now, self.task)
         self._merge_metadata(into, from_, e)
         self._merge_tags(into, from_)
@@ -88,7 +90,7 @@ class EffectApplier:
             merger = e.merge_metadata.get(task)
             if merger is not None:
                 old = codec.loads(mine["result"]) if mine and mine["result"] else {}
-                new = merger(old, codec.loads(row["result"]))
+                new = bounded("a merge_metadata function", merger, old, codec.loads(row["result"]))
                 row = (mine or row) | {"result": codec.dumps(_object(new, "metadata merge"))}
             elif mine is not None and (mine["result_at"] or 0) >= (row["result_at"] or 0):
                 continue  # no merger: the newest result wins
@@ -122,7 +124,7 @@ class EffectApplier:
     @apply.register
     def _(self, e: fx.UpdateData) -> None:
         item_id = self.items.require(e.id)
-        new = e.fn(self.items.data_for_update(item_id))
+        new = bounded("an update_data function", e.fn, self.items.data_for_update(item_id))
         self.items.set_data(item_id, _object(new, "update_data result"), self.now, self.task)
 
     @apply.register
@@ -131,7 +133,8 @@ class EffectApplier:
         self._known_task(e.task)
         row = self.results.get(item_id, e.task)
         old = codec.loads(row["result"]) if row and row["result"] else {}
-        new = codec.dumps(_object(e.fn(old), "update_metadata result"))
+        updated = bounded("an update_metadata function", e.fn, old)
+        new = codec.dumps(_object(updated, "update_metadata result"))
         if row is None:
             self.results.put(
                 item_id,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from trawl.engine import policy
 from trawl.engine.ratelimit import decide
+from trawl.engine.usercode import UserCodeTimeout, bounded
 from trawl.model.limits import Limit, LimitItem
 from trawl.model.records import ClaimedJob
 from trawl.store import gates
@@ -135,7 +136,7 @@ def _drop_unmet(
 def _permits(
     store: Store, found: list[Candidate], tasks: dict[str, TaskGate], room: int, now: float
 ) -> tuple[list[Candidate], list[tuple[int, float, str]]]:
-    keyed = {c.id: _keys(c, tasks[c.task].limits) for c in found}
+    keyed = _all_keys(found, tasks)
     pairs = {p for ks in keyed.values() for _, p in ks}
     # Look before locking: a claim that can grant nothing (every key throttled) takes no row
     # lock, so it never holds up the worker that wakes for the next free permit.
@@ -180,6 +181,26 @@ def _take(
         permits.next_free[pair] = slot + lim.interval  # the next deferred job takes the next
         until = max(until, slot)
     return until, f"limit:{denied[0][0].name}"
+
+
+def _all_keys(
+    found: list[Candidate], tasks: dict[str, TaskGate]
+) -> dict[int, list[tuple[Limit, tuple[str, str]]]]:
+    """Each candidate's (limit, key) pairs. Key functions are user code and the claim holds
+    the database: they run together, with one time limit."""
+
+    def compute() -> dict[int, list[tuple[Limit, tuple[str, str]]]]:
+        return {c.id: _keys(c, tasks[c.task].limits) for c in found}
+
+    if not any(lim.key is not None for t in tasks.values() for lim in t.limits):
+        return compute()
+    try:
+        return bounded("limit key functions", compute)
+    except UserCodeTimeout as error:
+        log.warning("%s: this claim's jobs share one key per limit", error)
+        return {
+            c.id: [(lim, (lim.name, "<timeout>")) for lim in tasks[c.task].limits] for c in found
+        }
 
 
 def _keys(c: Candidate, limits: tuple[Limit, ...]) -> list[tuple[Limit, tuple[str, str]]]:

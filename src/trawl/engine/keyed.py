@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from trawl.engine.claim import ClaimBatch
+from trawl.engine.usercode import bounded
 from trawl.store import gates
 from trawl.store.store import Store
 
@@ -31,5 +32,9 @@ def claim_keyed(
         if gates.paused(store.db, [task]):
             return ClaimBatch(jobs=[])
         found = gates.candidates(store.db, [task], KEY_WINDOW, now)
-        mine = [(c.id, timeout) for c in found if key_of(c.item_id, c.data) == key]
+        # The launch key function is user code, run while the claim holds the database.
+        keys = bounded(
+            "the actor's key function", lambda: [key_of(c.item_id, c.data) for c in found]
+        )
+        mine = [(c.id, timeout) for c, k in zip(found, keys, strict=True) if k == key]
         return ClaimBatch(jobs=store.claimed(store.lease(mine[:limit], owner, now)))
