@@ -143,8 +143,7 @@ def _pages(tmp: Path, url: str) -> list[dict[str, Any]]:
 
 
 def _attempts(url: str) -> list[dict[str, Any]]:
-    from trawl.store.crawls import CrawlTables
     from trawl.store.store import Store
 
     with Store(url) as store:
-        return CrawlTables(store.db).attempts(1)
+        return store.crawls.attempts(1)

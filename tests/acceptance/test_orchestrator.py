@@ -148,9 +148,6 @@ def work(ctx):
 """
 
 
-# Timing-sensitive (bounds on both sides); seen failing only with other test runs
-# competing for the 2 cores, so it gets up to two more tries.
-@pytest.mark.flaky(reruns=2)
 def test_a_sync_task_stuck_in_a_loop_is_cut_off_at_its_timeout_and_its_actor_replaced(
     sqlite_url: str, tmp_path: Path, procs: Procs
 ) -> None:
@@ -166,11 +163,15 @@ def test_a_sync_task_stuck_in_a_loop_is_cut_off_at_its_timeout_and_its_actor_rep
     assert not orchestra.alive(int(pid)), "the actor with the stuck thread must be gone"
     with Store(sqlite_url) as store:
         failures = store.failures(task="work")
+    # Judged by what was recorded, not by how soon on a busy machine: the attempt failed
+    # as a timeout (never before its 1 s), and its actor exited as "replaced" (shedding
+    # the stuck thread), not "killed" (the slower blocked-loop watchdog).
     assert [(f.item_id, f.attempt, f.error_type) for f in failures] == [
         ("item:loop", 1, "TaskTimeout")
     ]
+    assert "exceeded its timeout of 1s" in failures[0].message
     took = failures[0].occurred_at - float(started)
-    assert 1.0 <= took <= 3.0, f"the timeout was recorded {took:.2f}s after the start"
+    assert took >= 1.0, f"the timeout was recorded {took:.2f}s after the start"
     runs = {r.item: r for r in workload.runs(here)}
     assert (runs["item:loop"].attempt, runs["item:loop"].pid != int(pid)) == (2, True)
     assert runs["item:loop"].start >= failures[0].occurred_at + 0.1, "retried before backoff"
@@ -384,7 +385,10 @@ def test_a_plugin_sees_every_hook_in_order(sqlite_url: str, tmp_path: Path, proc
     assert run.wait(timeout=20) == 0, run.describe()
 
     events = orchestra.events(here)
-    assert set(orchestra.hooks(events)) == set(Plugins.names()), "some hook never fired"
+    # A lease lost while its attempt still runs has a test of its own (below): here item:s
+    # commits right after the theft, before any renewal could notice.
+    expected = set(Plugins.names()) - {"trawl_job_lease_lost"}
+    assert set(orchestra.hooks(events)) == expected, "some hook never fired"
     orchestrator = [e for e in events if e.pid == run.pid]
     (actor_pid,) = {e.pid for e in events} - {run.pid}
     actor = [e for e in events if e.pid == actor_pid]
@@ -445,6 +449,54 @@ def test_a_plugin_sees_every_hook_in_order(sqlite_url: str, tmp_path: Path, proc
     assert next(e for e in actor if e.hook == "trawl_job_failed").get("error") == "boom"
     assert next(e for e in actor if e.hook == "trawl_item_merged").get("merged_id") == "item:x2"
     assert next(e for e in actor if e.hook == "trawl_item_renamed").get("old_id") == "item:x1"
+
+
+# The attempt loses its lease to a "thief" and keeps running until the worker's next lease
+# renewal notices (a 3 s timeout renews every second), then returns: its commit is stale.
+LEASE_LOST_APP = """
+from sqlalchemy import text
+from trawl.store.store import Store
+
+RECORD_HOOKS = {"trawl_job_lease_lost", "trawl_job_stale", "trawl_job_done"}
+
+
+@app.task(tags=["t"], retries=0, timeout=3)
+async def work(ctx):
+    with Store((HERE / "db_url").read_text()) as store, store.db.write():
+        store.db.execute(text(
+            "UPDATE jobs SET attempt = attempt + 1, owner = 'thief', due_at = 4e9"
+            " WHERE item_id = :item"
+        ), {"item": ctx.id})
+    events = HERE / "events.jsonl"
+    for _ in range(100):
+        if events.exists() and "lease_lost" in events.read_text():
+            break
+        await asyncio.sleep(0.1)
+    return {"ok": True}
+"""
+
+
+def test_a_lease_lost_while_the_attempt_runs_fires_its_hook_and_the_commit_is_stale(
+    sqlite_url: str, tmp_path: Path, procs: Procs
+) -> None:
+    here = tmp_path / "app"
+    app = workload.write_app(here, LEASE_LOST_APP + orchestra.RECORDER)
+    (here / "db_url").write_text(sqlite_url)
+    workload.seed(sqlite_url, app, ["item:s"])
+
+    worker = procs.worker(app, sqlite_url, concurrency=1)
+    wait_for(
+        lambda: "trawl_job_stale" in orchestra.hooks(orchestra.events(here)),
+        "item:s's commit to be found stale",
+    )
+    worker.send(signal.SIGTERM)
+    assert worker.wait(timeout=20) == 0, worker.describe()
+
+    events = orchestra.events(here)
+    assert orchestra.hooks(events) == ["trawl_job_lease_lost", "trawl_job_stale"]
+    assert [(e.get("item"), e.get("attempt")) for e in events] == [("item:s", 1)] * 2
+    job = workload.jobs(sqlite_url)["item:s"]
+    assert (job.attempt, job.status) == (2, "running"), "the thief's lease stands"
 
 
 def _collapse(steps: list[str]) -> list[str]:

@@ -51,10 +51,10 @@ def starts(path: Path, host: str) -> list[float]:
     )
 
 
-def most_in_any_second(times: list[float]) -> int:
+def most_in_any_window(times: list[float], seconds: float) -> int:
     best, left = 0, 0
     for right, t in enumerate(times):
-        while t - times[left] >= 1.0:
+        while t - times[left] >= seconds:
             left += 1
         best = max(best, right - left + 1)
     return best
@@ -87,7 +87,8 @@ def test_four_workers_share_a_20_per_second_limit(
     for w in workers:
         w.kill()
     busy = starts(calls, "busy")[:total]
-    peak = most_in_any_second(busy)
+    peak = most_in_any_window(busy, 1.0)
+    peak_10s = most_in_any_window(busy, 10.0)
     achieved = (len(busy) - 1) / (busy[-1] - busy[0])
     log.warning(
         "rate limit %d/s over %d calls: achieved %.2f/s, peak %d in 1s",
@@ -96,8 +97,18 @@ def test_four_workers_share_a_20_per_second_limit(
         achieved,
         peak,
     )
-    print(f"achieved {achieved:.2f}/s (limit {RATE}/s), peak {peak} in any 1 s window")
-    assert peak <= RATE + 1  # the limit plus its burst of 1
+    print(
+        f"achieved {achieved:.2f}/s (limit {RATE}/s), peak {peak} in any 1 s window, "
+        f"{peak_10s} in any 10 s window"
+    )
+    # The permits themselves never put more than RATE + 1 in a second (test_ratelimit checks
+    # the schedule exactly). What this test sees is when the tasks started: after their
+    # permits by however long four processes on a loaded 2-core machine took to be scheduled.
+    # A start delayed by up to 100 ms at either edge of a window can move RATE/10 starts
+    # into it, so a 1 s window allows that much jitter and a 10 s window pins the rate itself.
+    assert peak <= RATE + 1 + 2 * RATE // 10
+    assert peak_10s <= 10 * RATE + 1 + 2 * RATE // 10
+    assert achieved <= RATE * 1.01  # and over the whole run, never faster than the limit
     assert len(starts(calls, "quiet")) == 10  # the other key was never held up
     pids = {line.split()[2] for line in calls.read_text().splitlines()}
     assert len(pids) > 1  # the permits really were shared between processes

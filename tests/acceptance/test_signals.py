@@ -12,6 +12,7 @@ import pytest
 
 from tests.support import workload
 from tests.support.procs import Procs, running, wait_for
+from trawl.engine.claim import TaskGate, claim
 from trawl.runtime.worker import SWEEP_EVERY
 from trawl.store.store import Store
 
@@ -106,9 +107,9 @@ def test_job_of_a_killed_worker_is_reclaimed_after_its_lease(
     entries = workload.journal(db_url)
     done = workload.kinds_by_item(entries, "job.done")
     assert done == Counter({"item:stuck": 1, "item:probe": 1})
-    assert [e.detail for e in entries if e.kind == "job.done" and e.item_id == "item:stuck"] == [
-        {"attempt": 2}
-    ]
+    assert [
+        e.detail["attempt"] for e in entries if e.kind == "job.done" and e.item_id == "item:stuck"
+    ] == [2]
     assert [e for e in entries if e.kind == "job.stale"] == []
     lost = [e for e in entries if e.kind == "job.failed"]
     assert [(e.item_id, e.detail["attempt"]) for e in lost] == [("item:stuck", 1)]
@@ -174,7 +175,7 @@ def test_second_sigterm_exits_at_once_and_the_lease_expires(
         # A lapsed lease is a crashed attempt: it is not leased again as it is, but settled
         # as lost first (tests/acceptance/test_crashes.py), by whoever serves the task.
         assert time.time() >= lease.due_at - 0.1
-        assert store.claim({"work": 30.0}, 10, "test") == []
+        assert claim(store, [TaskGate(name="work", timeout=30.0)], 10, "test").jobs == []
     assert [(job.item_id, job.attempt, owner) for job, owner in lapsed] == [
         ("item:slow", 1, lease.owner)
     ]

@@ -11,6 +11,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from trawl.engine import backoff
+from trawl.engine import claim as engine_claim
+from trawl.engine.claim import TaskGate
 from trawl.engine.commit import commit
 from trawl.model.effects import Effect
 from trawl.model.records import (
@@ -75,7 +77,9 @@ def item(item_id: str, *tags: str, niceness: int | None = None, **data: Any) -> 
 def claim(
     store: Store, *tasks: str, limit: int = 100, owner: str = "w1", lease: float = LEASE
 ) -> list[ClaimedJob]:
-    return store.claim(dict.fromkeys(tasks or ("price",), lease), limit, owner)
+    """Claim as a worker does (engine.claim), for ungated tasks."""
+    gates = [TaskGate(name=name, timeout=lease) for name in tasks or ("price",)]
+    return engine_claim.claim(store, gates, limit, owner).jobs
 
 
 def sweep_lost(store: Store, *tasks: str) -> list[AttemptResult]:
@@ -121,7 +125,7 @@ def success(
         ttl=ttl,
         result=None if result is None else codec.dumps(result),
         effects=effects,
-        retry_delay=backoff.retry_delay(job.fail_count + 1, retries, BACKOFF),
+        retry_delay=backoff.delay(job.fail_count + 1, retries, BACKOFF),
     )
 
 
@@ -143,7 +147,7 @@ def failure(
         version="1",
         ttl=None,
         failure=FailureInfo(error_type="RuntimeError", message=message, traceback="tb"),
-        retry_delay=backoff.retry_delay(job.fail_count + 1, retries, BACKOFF),
+        retry_delay=backoff.delay(job.fail_count + 1, retries, BACKOFF),
         effects=effects,
         apply_on_failure=allow,
     )

@@ -17,6 +17,8 @@ import pytest
 import sqlalchemy as sa
 
 from tests.support import pg
+from trawl.engine import claim as engine_claim
+from trawl.engine.claim import TaskGate
 from trawl.store import claim
 from trawl.store.store import Store
 
@@ -180,6 +182,7 @@ def test_sqlite_promote_searches_the_pending_index(sqlite_store: Store, now: flo
 def test_the_explained_claim_takes_the_oldest_due_jobs(sqlite_url: str) -> None:
     with Store(sqlite_url, clock=lambda: NOW) as store:
         fill(store)
-        jobs = store.claim(dict(zip(TASKS, TIMEOUTS, strict=True)), LIMIT, "w")
+        gates = [TaskGate(name=n, timeout=t) for n, t in zip(TASKS, TIMEOUTS, strict=True)]
+        jobs = engine_claim.claim(store, gates, LIMIT, "w").jobs
     numbers = sorted(int(j.item_id.rsplit("/", 1)[1]) for j in jobs)
     assert numbers == list(range(DUE - LIMIT + 1, DUE + 1))

@@ -27,7 +27,7 @@ def _plan(store: Store, stmt: sa.TextClause, params: dict[str, object]) -> str:
 
 def test_per_page_statements_use_their_indexes(sqlite_url: str) -> None:
     with Store(sqlite_url) as store:
-        tables = crawls.CrawlTables(store.db)
+        tables = store.crawls
         for name, (stmt, params) in PER_PAGE.items():
             plan = _plan(store, stmt, params)
             assert "SCAN" not in plan.replace("SCAN json_each", ""), f"{name}: {plan}"

@@ -29,7 +29,7 @@ from tests.integration.helpers import (
 )
 from trawl.model.records import CommitReport, ItemView
 from trawl.model.states import JobStatus
-from trawl.runtime.context import Context
+from trawl.runtime.context import Context, asks
 from trawl.store.store import Store
 
 Body = Callable[[Context], Any]
@@ -66,9 +66,12 @@ def attempt(
     body(ctx)
     if fails:
         return commit_one(
-            store, failure(job, effects=ctx.effects, allow=ctx.failure_allowed, retries=0)
+            store,
+            failure(
+                job, effects=tuple(asks(ctx).effects), allow=asks(ctx).allow_failure, retries=0
+            ),
         )
-    return commit_one(store, success(job, returns, effects=ctx.effects))
+    return commit_one(store, success(job, returns, effects=tuple(asks(ctx).effects)))
 
 
 def failed_because(store: Store, report: CommitReport, alias: str, reason: str) -> None:
@@ -311,7 +314,7 @@ def test_update_data_runs_against_the_data_as_it_is_at_commit(tasks: Store) -> N
     ctx.update_data(lambda d: {**d, "seen": d["n"]})
     with tasks.db.write():  # someone else changed the item while the task ran
         tasks.items.set_data("sku:1", {"n": 2}, tasks.clock(), None)
-    commit_one(tasks, success(job, effects=ctx.effects))
+    commit_one(tasks, success(job, effects=tuple(asks(ctx).effects)))
     assert data_of(tasks, "sku:1") == {"n": 2, "seen": 2}
 
 

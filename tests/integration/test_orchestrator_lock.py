@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.procs import wait_for
-from trawl.runtime.lock import OrchestratorLock, OrchestratorRunning, collection_id, lock_path
+from trawl.runtime.lock import OrchestratorLock, OrchestratorRunning, lock_path
+from trawl.store.url import collection_id
 
 HOLD = """
 import sys, time

@@ -14,7 +14,6 @@ from trawl.engine.commit import commit
 from trawl.engine.keyed import claim_keyed
 from trawl.runtime.actor.spec import actor_key
 from trawl.runtime.settle import Death, held_jobs, settle
-from trawl.store import queues
 from trawl.store.store import Store
 
 
@@ -31,32 +30,32 @@ def _setup(store: Store, count: int, *tasks: str) -> list[str]:
 
 def test_queue_depths_are_due_jobs_per_task_capped(store: Store, clock: FakeClock) -> None:
     _setup(store, 30, "price", "stock")
-    assert queues.due_counts(store.db, ["price", "stock", "none"], clock(), 100) == {
+    assert store.queues.due_counts(["price", "stock", "none"], clock(), 100) == {
         "price": 30,
         "stock": 30,
         "none": 0,
     }
-    assert queues.due_counts(store.db, ["price"], clock(), 10) == {"price": 10}
+    assert store.queues.due_counts(["price"], clock(), 10) == {"price": 10}
     claimed = claim(store, "price", limit=12)
     commit(store, [success(j) for j in claimed[:5]])
-    assert queues.due_counts(store.db, ["price"], clock(), 100) == {"price": 18}
+    assert store.queues.due_counts(["price"], clock(), 100) == {"price": 18}
     clock.advance(LEASE + 1)  # the 7 leases still held lapse: claimable again, not promoted
-    assert queues.due_counts(store.db, ["price"], clock(), 100) == {"price": 25}
-    assert queues.due_counts(store.db, ["price"], clock(), 20) == {"price": 20}
+    assert store.queues.due_counts(["price"], clock(), 100) == {"price": 25}
+    assert store.queues.due_counts(["price"], clock(), 20) == {"price": 20}
 
 
 def test_orphans_are_tasks_left_out_with_due_jobs(store: Store, clock: FakeClock) -> None:
     _setup(store, 4, "price", "stock", "gone")
     commit(store, [success(j) for j in claim(store, "stock")])
-    assert queues.orphans(store.db, ["price"], clock(), 100) == {"gone": 4}
-    assert queues.orphans(store.db, ["price", "gone"], clock(), 100) == {}
+    assert store.queues.orphans(["price"], clock(), 100) == {"gone": 4}
+    assert store.queues.orphans(["price", "gone"], clock(), 100) == {}
 
 
 def test_a_sample_of_due_jobs_gives_launch_keys_in_claim_order(
     store: Store, clock: FakeClock
 ) -> None:
     ids = _setup(store, 9)
-    sample = queues.due_sample(store.db, "price", clock(), 100)
+    sample = store.queues.due_sample("price", clock(), 100)
     assert [i for i, _ in sample] == ids
     key = partial(actor_key, lambda it: it.data["persona"])
     assert [key(i, d) for i, d in sample[:4]] == ["bob", "alice", "alice", "bob"]

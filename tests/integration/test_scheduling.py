@@ -92,7 +92,7 @@ def test_999_throttled_keys_do_not_slow_the_free_one(store: Store, clock: FakeCl
     per_host = make_limit("host", "1/s", burst=5, key=lambda i: i.data["host"])
     # every other key used its burst a moment ago
     with store.db.write():
-        gates.save_limit_states(store.db, {("host", f"h{n}"): clock.now + 5.0 for n in range(999)})
+        store.gates.save_limit_states({("host", f"h{n}"): clock.now + 5.0 for n in range(999)})
     batch = take(store, gate(limits=(per_host,)), limit=5)
     assert sorted(j.item_id for j in batch.jobs) == [f"sku:free{n}" for n in range(5)]
     waiting = store.limits()  # registered limits only; the deferrals are on the jobs

@@ -13,7 +13,7 @@ from trawl.crawl.operations import CrawlSpec, Progress
 from trawl.crawl.options import Options
 from trawl.demo.httpd import SiteServer
 from trawl.store import migrate
-from trawl.store.crawls import FETCH_TASK, CrawlTables
+from trawl.store.crawls import FETCH_TASK
 from trawl.store.store import Store
 
 
@@ -32,12 +32,12 @@ def run(url: str, crawl_id: int, *, concurrency: int = 8, lease: float = 30.0) -
 
 def pages(url: str, crawl_id: int) -> dict[str, dict[str, Any]]:
     with Store(url) as store:
-        return {r["url"]: page_json(r) for r in CrawlTables(store.db).pages(crawl_id)}
+        return {r["url"]: page_json(r) for r in store.crawls.pages(crawl_id)}
 
 
 def attempts(url: str, crawl_id: int) -> list[dict[str, Any]]:
     with Store(url) as store:
-        return CrawlTables(store.db).attempts(crawl_id)
+        return store.crawls.attempts(crawl_id)
 
 
 def fetched(found: dict[str, dict[str, Any]]) -> dict[str, int]:

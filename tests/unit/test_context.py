@@ -6,6 +6,7 @@ import trawl
 from trawl.model import effects as fx
 from trawl.model.errors import InvalidData, InvalidItemId
 from trawl.model.records import ItemView
+from trawl.runtime.context import asks
 
 
 class NoReads:
@@ -34,13 +35,13 @@ def test_requests_are_buffered_in_order_with_defaults_filled_in() -> None:
     ctx.expire()
     ctx.set_ttl("1d", task="other")
     ctx.log("info", "hello")
-    kinds = [type(e) for e in ctx.effects]
+    kinds = [type(e) for e in asks(ctx).effects]
     assert kinds == [fx.CreateItem, fx.UpdateData, fx.Expire, fx.SetTTL, fx.Log]
-    create = ctx.effects[0]
+    create = asks(ctx).effects[0]
     assert isinstance(create, fx.CreateItem)
     assert create.created_by == "sku:1"
     assert [(t.name, t.value) for t in create.tags] == [("review", None), ("lang", "en")]
-    expire, ttl = ctx.effects[2], ctx.effects[3]
+    expire, ttl = asks(ctx).effects[2], asks(ctx).effects[3]
     assert isinstance(expire, fx.Expire)
     assert (expire.id, expire.task) == ("sku:1", "price")
     assert isinstance(ttl, fx.SetTTL)
@@ -49,11 +50,11 @@ def test_requests_are_buffered_in_order_with_defaults_filled_in() -> None:
 
 def test_allow_failure_toggles() -> None:
     ctx = make()
-    assert not ctx.failure_allowed
+    assert not asks(ctx).allow_failure
     ctx.allow_failure()
-    assert ctx.failure_allowed
+    assert asks(ctx).allow_failure
     ctx.allow_failure(False)
-    assert not ctx.failure_allowed
+    assert not asks(ctx).allow_failure
 
 
 def test_bad_requests_fail_inside_the_task_where_they_were_made() -> None:
@@ -68,7 +69,7 @@ def test_bad_requests_fail_inside_the_task_where_they_were_made() -> None:
         ctx.create_alias("bad\nalias")
     with pytest.raises(TypeError, match="expected a function"):
         ctx.update_data("not callable")  # type: ignore[arg-type]
-    assert ctx.effects == ()
+    assert asks(ctx).effects == []
 
 
 def test_sync_reads_need_an_event_loop() -> None:

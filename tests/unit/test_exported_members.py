@@ -12,10 +12,16 @@ def test_exported_members() -> None:
         "cli",
         "crawl",  # a documented subpackage: trawl.crawl.app:app
         "demo",  # the demo site, imported by the tests that use it
+        "server",  # the HTTP API, started by `trawl serve`
+        "client",  # the module behind Client, AsyncClient and ApiError
+        "live",  # the live layer, imported as trawl.live (docs/live.md)
     }
     assert exported == set(trawl.__all__) - {"__version__"}
     assert set(trawl.__all__) == {
         "MAX_ID_LENGTH",
+        "ApiError",
+        "AsyncClient",
+        "Client",
         "Actor",
         "ActorInfo",
         "ActorType",
@@ -46,4 +52,12 @@ def test_exported_members() -> None:
         "TrawlError",
         "UnknownTask",
         "__version__",
+        # plugin-facing types: what the hooks hand a plugin
+        "AttemptResult",
+        "ClaimedJob",
+        "FailureInfo",
+        "OrchestratorView",
+        "Outcome",
+        "RunningActor",
+        "TaskTimeout",
     }

@@ -64,7 +64,7 @@ def test_a_plugin_that_raises_is_logged_and_the_others_still_run(
         [Recorder("first", calls), Broken(), Recorder("last", calls)], entry_points=False
     )
     with caplog.at_level(logging.ERROR, logger="trawl.plugins"):
-        plugins.call("trawl_actor_startup", actor=ACTOR)
+        plugins.fire(hookspecs.trawl_actor_startup, actor=ACTOR)
     assert calls == ["last:work", "first:work"]  # the last registered is called first
     (record,) = caplog.records
     assert "trawl_actor_startup" in record.getMessage()
@@ -73,10 +73,12 @@ def test_a_plugin_that_raises_is_logged_and_the_others_still_run(
 
 def test_a_hook_nobody_implements_is_known_unimplemented() -> None:
     plugins = Plugins(entry_points=False)
-    assert not plugins.implemented(*Plugins.names())
+    assert not plugins.implemented(*Plugins.hooks())
     hooks = ActorHooks(plugins, ACTOR)
     assert (hooks.claims, hooks.ticks, hooks.commits, hooks.journaled) == (False,) * 4
-    plugins.call("trawl_job_done", actor=ACTOR, job=None)  # nothing to call, nothing raised
+    plugins.fire(
+        hookspecs.trawl_job_done, actor=ACTOR, job=_result(1, Outcome.SUCCESS)
+    )  # nothing to call, nothing raised
 
 
 def test_a_misspelt_hook_fails_at_registration() -> None:
@@ -96,7 +98,7 @@ def test_wrappers_are_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -
 
     with caplog.at_level(logging.WARNING, logger="trawl.plugins"):
         plugins = Plugins([Wrapper()], entry_points=False)
-    assert not plugins.implemented("trawl_actor_startup")
+    assert not plugins.implemented(hookspecs.trawl_actor_startup)
     assert "is a wrapper" in caplog.text
 
 

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from trawl.cli.itemfile import BadLine, Defaults, scan
+from trawl.cli.itemfile import BadLine, scan
 from trawl.crawl.urls import canonical
 from trawl.model.durations import seconds
 from trawl.model.errors import InvalidDuration
+from trawl.model.itemjson import Defaults
 from trawl.model.records import NewItem
 
 # -- URL canonicalisation ------------------------------------------------------------------------

@@ -1,3 +1,5 @@
+import random
+
 import pytest
 
 import trawl
@@ -97,3 +99,22 @@ def test_bad_limit_declarations() -> None:
         app.task(name="x", depends_on=["x"])(lambda ctx: None)
     with pytest.raises(InvalidInput, match="max_failures"):
         app.task(name="y", max_failures=0)(lambda ctx: None)
+
+
+def test_a_permit_taken_late_keeps_its_place_so_latency_does_not_lower_the_rate() -> None:
+    rng = random.Random(7)
+    interval, tat, grants = 0.05, 100.0, []
+    for _ in range(2000):  # each claim arrives up to one interval after its permit fell due
+        now = tat + rng.uniform(0.0, interval * 0.99)
+        d = decide(tat, now, interval, 1)
+        assert d.allowed
+        grants.append(now)
+        tat = d.tat
+    rate = (len(grants) - 1) / (grants[-1] - grants[0])
+    assert rate == pytest.approx(1 / interval, rel=0.01)
+    most, left = 0, 0
+    for right, t in enumerate(grants):  # and no second holds more than the rate plus one
+        while t - grants[left] >= 1.0:
+            left += 1
+        most = max(most, right - left + 1)
+    assert most <= 1 / interval + 1

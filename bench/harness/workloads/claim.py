@@ -24,6 +24,7 @@ from harness.backends import Backend
 from harness.plan import Plan, human
 from harness.progress import say
 from harness.rows import Row, set_ratio
+from trawl.engine.claim import TaskGate, claim
 from trawl.engine.commit import commit
 from trawl.model.records import AttemptResult, ClaimedJob
 from trawl.model.states import Outcome
@@ -102,11 +103,11 @@ def _seed(backend: Backend, url: str, size: int, due: int) -> None:
 
 def _claims(store: Store, plan: Plan, calls: int) -> list[float]:
     """Time *calls* claims, releasing each batch untimed; returns milliseconds each."""
-    leases = {seed.TASK: 300.0}
+    leases = [TaskGate(name=seed.TASK, timeout=300.0)]
     times = []
     for _ in range(calls):
         started = time.perf_counter()
-        jobs = store.claim(leases, plan.claim_limit, "bench")
+        jobs = claim(store, leases, plan.claim_limit, "bench").jobs
         times.append((time.perf_counter() - started) * 1000)
         if len(jobs) != plan.claim_limit:
             raise RuntimeError(f"claimed {len(jobs)} jobs, expected {plan.claim_limit}")
@@ -116,14 +117,14 @@ def _claims(store: Store, plan: Plan, calls: int) -> list[float]:
 
 def _rounds(store: Store, plan: Plan) -> float:
     """Claim and release ``claim_calls`` batches, each in one transaction; jobs per second."""
-    leases = {seed.TASK: 300.0}
-    jobs: list[ClaimedJob] = store.claim(leases, plan.claim_limit, "bench")
+    leases = [TaskGate(name=seed.TASK, timeout=300.0)]
+    jobs: list[ClaimedJob] = claim(store, leases, plan.claim_limit, "bench").jobs
     claimed = 0
     started = time.perf_counter()
     for _ in range(plan.claim_calls):
-        with store.db.unit():
+        with store.unit():
             commit(store, [_released(job) for job in jobs])
-            jobs = store.claim(leases, plan.claim_limit, "bench")
+            jobs = claim(store, leases, plan.claim_limit, "bench").jobs
         claimed += len(jobs)
     elapsed = time.perf_counter() - started
     commit(store, [_released(job) for job in jobs])

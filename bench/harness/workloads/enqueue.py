@@ -31,7 +31,7 @@ SINGLE = "enqueue single"
 
 
 def run(plan: Plan, backend: Backend) -> list[Row]:
-    batch_raw = _measure(
+    batch_raw = measure(
         plan,
         backend,
         BATCH,
@@ -40,7 +40,7 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
         plan.enqueue_batch,
         _raw(backend, per_item=False),
     )
-    single_raw = _measure(
+    single_raw = measure(
         plan,
         backend,
         SINGLE,
@@ -51,10 +51,10 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
     )
     rows = [batch_raw, single_raw]
     if workers.cli_options() is not None:
-        row = _measure(plan, backend, BATCH, "trawl", "trawl add --file", plan.enqueue_batch, _cli)
+        row = measure(plan, backend, BATCH, "trawl", "trawl add --file", plan.enqueue_batch, cli)
         rows.append(row)
         set_ratio(row, batch_raw)
-    in_process = _measure(
+    in_process = measure(
         plan,
         backend,
         BATCH,
@@ -63,7 +63,7 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
         plan.enqueue_batch,
         _store(per_item=False),
     )
-    single = _measure(
+    single = measure(
         plan,
         backend,
         SINGLE,
@@ -80,7 +80,7 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
 Adder = Callable[[str, list[tuple[str, str]]], float]  # (url, items) -> seconds taken
 
 
-def _measure(
+def measure(
     plan: Plan,
     backend: Backend,
     workload: str,
@@ -123,7 +123,7 @@ def _check(url: str, count: int) -> None:
         raise RuntimeError(f"added {count} items but {jobs} jobs are queued")
 
 
-def _cli(url: str, items: list[tuple[str, str]]) -> float:
+def cli(url: str, items: list[tuple[str, str]]) -> float:
     with tempfile.TemporaryDirectory(prefix="trawl-bench-") as tmp:
         path = Path(tmp) / "items.jsonl"
         with path.open("w") as file:

@@ -121,7 +121,8 @@ def _seeded(backend: Backend, kind: seed.Kind, jobs: int) -> Iterator[str]:
 def _claim_all(store: Store) -> int:
     """Claim until nothing is due (left leased: the database is thrown away)."""
     claimed = 0
-    while jobs := store.claim({seed.TASK: 300.0}, 1000, "bench"):
+    gates = [TaskGate(name=seed.TASK, timeout=300.0)]
+    while jobs := claim(store, gates, 1000, "bench").jobs:
         claimed += len(jobs)
     return claimed
 

@@ -11,7 +11,7 @@ import click
 from trawl.crawl.rules import allow_hook_modules
 from trawl.model.durations import seconds
 from trawl.model.errors import InvalidDuration, InvalidInput
-from trawl.store import migrate
+from trawl.runtime import procmetrics
 from trawl.store.store import Store
 from trawl.store.url import default_url
 
@@ -19,7 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
+class GlobalOptions:
     """The root command's options, handed to every subcommand through the click context."""
 
     db: str | None  # --db or TRAWL_DB; None when neither was given
@@ -29,8 +29,8 @@ class Settings:
         return self.db or default_url()
 
 
-def settings() -> Settings:
-    return click.get_current_context().find_object(Settings) or Settings(db=None)
+def settings() -> GlobalOptions:
+    return click.get_current_context().find_object(GlobalOptions) or GlobalOptions(db=None)
 
 
 def open_store() -> Store:
@@ -41,7 +41,7 @@ def open_store() -> Store:
     """
     store = Store(settings().url)
     click.get_current_context().call_on_close(store.close)
-    migrate.ensure(store.db, auto=store.is_sqlite)
+    store.ensure_schema(auto=store.is_sqlite)
     return store
 
 
@@ -93,6 +93,55 @@ def grace_option(fn: F) -> F:
     )(fn)
 
 
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def concurrency_option(help: str, *, default: int | None = None) -> Callable[[F], F]:
+    """``--concurrency N`` / ``-c N``: how much runs at once (what of, *help* says)."""
+    return click.option(
+        "--concurrency",
+        "-c",
+        type=click.IntRange(min=1),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
+def progress_option(view: str) -> Callable[[F], F]:
+    """``--progress/--no-progress``; *view* is what a terminal shows ("a live line")."""
+    return click.option(
+        "--progress/--no-progress",
+        "show_progress",
+        default=True,
+        show_default=True,
+        help=f"Report progress on stderr: {view} on a terminal, else a log line.",
+    )
+
+
+def log_level_option(who: str) -> Callable[[F], F]:
+    """``--log-level LEVEL``: how much *who* logs on stderr."""
+    return click.option(
+        "--log-level",
+        type=click.Choice(LOG_LEVELS, case_sensitive=False),
+        default="info",
+        show_default=True,
+        help=f"How much {who} on stderr.",
+    )
+
+
+def lease_option(default: float) -> Callable[[F], F]:
+    """``--lease DURATION``: how long a killed worker's claims stay held."""
+    return click.option(
+        "--lease",
+        metavar="DURATION",
+        callback=duration,
+        default=f"{default:g}s",
+        show_default=True,
+        help="How long a killed worker's pages stay claimed before another takes them.",
+    )
+
+
 def progress_every_option(fn: F) -> F:
     """``--progress-every DURATION``: the interval of progress log lines off a terminal."""
     return click.option(
@@ -121,3 +170,44 @@ def allow_hook_option(fn: F) -> F:
         help="Let crawl rule hooks (`module:function`) import MODULE (repeatable); "
         "hooks naming any other module fail their page.",
     )(fn)
+
+
+def metrics_option(fn: F) -> F:
+    """``--metrics-port [HOST:]PORT``: serve this process's Prometheus metrics."""
+    return click.option(
+        "--metrics-port",
+        "metrics",
+        metavar="[HOST:]PORT",
+        callback=_address,
+        help="Serve Prometheus metrics of this process (claims, commits by outcome, attempt"
+        " durations, lease losses; docs/metrics.md) on 127.0.0.1:PORT or HOST:PORT.",
+    )(fn)
+
+
+def _address(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> tuple[str, int] | None:
+    if value is None:
+        return None
+    host, _, port = value.rpartition(":")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise click.BadParameter(f"{value!r} is not PORT or HOST:PORT (PORT from 1 to 65535)")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def serve_metrics(address: tuple[str, int] | None, *, actors: bool = False) -> list[object]:
+    """Start the metrics endpoint if asked; returns the plugin to register (none if not).
+    With *actors* (``trawl run``), child processes' samples are collected too."""
+    if address is None:
+        return []
+    if actors:
+        procmetrics.multiprocess_dir()  # before prometheus_client is first imported
+    plugin = procmetrics.ProcessMetrics()
+    host, port = address
+    try:
+        procmetrics.serve(port, host)
+    except OSError as error:
+        raise click.ClickException(
+            f"--metrics-port {host}:{port}: {error.strerror or error}"
+        ) from None
+    return [plugin]

@@ -12,15 +12,26 @@ from typing import Any
 
 import click
 
-from trawl.cli import crawlview, output
-from trawl.cli.common import allow_hook_option, duration, json_option, open_store, settings
+from trawl.cli import crawlview, output, progress
+from trawl.cli.common import (
+    allow_hook_option,
+    concurrency_option,
+    duration,
+    json_option,
+    lease_option,
+    metrics_option,
+    open_store,
+    progress_option,
+    serve_metrics,
+    settings,
+)
 from trawl.crawl import foreground, operations
 from trawl.crawl import rules as crawl_rules
 from trawl.crawl.app import DEFAULT_LEASE, make_app
 from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
 from trawl.runtime.lock import runtime_dir
-from trawl.store.crawls import FETCH_TASK, CrawlTables
+from trawl.store.crawls import FETCH_TASK
 
 
 class CrawlGroup(click.Group):
@@ -73,14 +84,7 @@ def crawl() -> None:
     show_default=True,
     help="Seconds between request starts on one host (robots.txt Crawl-delay may ask more).",
 )
-@click.option(
-    "--concurrency",
-    "-c",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="Requests in flight for this crawl.",
-)
+@concurrency_option("Requests in flight for this crawl.", default=8)
 @click.option(
     "--per-host",
     type=click.IntRange(min=1),
@@ -162,14 +166,7 @@ def crawl() -> None:
 )
 @click.option("--tag", help="A tag for the crawl (for matching pipelines later).")
 @click.option("--note", help="A note kept with the crawl.")
-@click.option(
-    "--lease",
-    metavar="DURATION",
-    callback=duration,
-    default=f"{DEFAULT_LEASE:g}s",
-    show_default=True,
-    help="How long a killed worker's pages stay claimed before another takes them.",
-)
+@lease_option(DEFAULT_LEASE)
 @click.option("--new", is_flag=True, help="Start a new crawl even if this command made one before.")
 @allow_hook_option
 @click.option(
@@ -177,13 +174,8 @@ def crawl() -> None:
     is_flag=True,
     help='Work on the crawl in a background process; print {"id": N, "pid": P, "log": PATH}.',
 )
-@click.option(
-    "--progress/--no-progress",
-    "show_progress",
-    default=True,
-    show_default=True,
-    help="Live progress on stderr (a log line when not a terminal).",
-)
+@progress_option("a live line")
+@metrics_option
 def start(seeds: tuple[str, ...], **opts: Any) -> None:
     """Start a crawl of URL... and work on it until it is finished.
 
@@ -209,7 +201,7 @@ def start(seeds: tuple[str, ...], **opts: Any) -> None:
         pid, log = detach(crawl_id, opts["lease"])
         output.print_json({"id": crawl_id, "pid": pid, "log": str(log)})
         return
-    work(crawl_id, spec.concurrency, opts["lease"], opts["show_progress"])
+    work(crawl_id, spec.concurrency, opts["lease"], opts["show_progress"], opts["metrics"])
 
 
 def detach(crawl_id: int, lease: float) -> tuple[int, Path]:
@@ -260,9 +252,17 @@ def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:
     )
 
 
-def work(crawl_id: int, concurrency: int, lease: float, show_progress: bool) -> operations.Progress:
+def work(
+    crawl_id: int,
+    concurrency: int,
+    lease: float,
+    show_progress: bool,
+    metrics: tuple[str, int] | None = None,
+) -> operations.Progress:
     crawlview.configure_logging()
-    with crawlview.reporter(show_progress) as on_progress:
+    plugins = serve_metrics(metrics)
+    fmt = crawlview.live_format()
+    with progress.reporter(show_progress, crawlview.LOG_EVERY, fmt) as on_progress:
         last = asyncio.run(
             foreground.run(
                 settings().url,
@@ -270,6 +270,7 @@ def work(crawl_id: int, concurrency: int, lease: float, show_progress: bool) -> 
                 concurrency=concurrency,
                 lease=lease,
                 on_progress=on_progress,
+                plugins=plugins,
             )
         )
     click.echo(crawlview.summary(last))
@@ -343,7 +344,7 @@ def pages(crawl_id: int, as_json: bool) -> None:
     """
     store = open_store()
     operations.get(store, crawl_id)
-    rows = [crawlview.page_json(r) for r in CrawlTables(store.db).pages(crawl_id)]
+    rows = [crawlview.page_json(r) for r in store.crawls.pages(crawl_id)]
     if as_json:
         output.print_json({"pages": rows})
         return
@@ -367,28 +368,17 @@ def abort(crawl_id: int) -> None:
 @crawl.command("resume")
 @click.argument("crawl_id", metavar="ID", type=int)
 @allow_hook_option
-@click.option(
-    "--concurrency",
-    "-c",
-    type=click.IntRange(min=1),
-    help="Worker slots [default: the crawl's concurrency].",
-)
-@click.option(
-    "--lease",
-    metavar="DURATION",
-    callback=duration,
-    default=f"{DEFAULT_LEASE:g}s",
-    show_default=True,
-    help="How long a killed worker's pages stay claimed.",
-)
-@click.option(
-    "--progress/--no-progress",
-    "show_progress",
-    default=True,
-    show_default=True,
-    help="Live progress on stderr.",
-)
-def resume(crawl_id: int, concurrency: int | None, lease: float, show_progress: bool) -> None:
+@concurrency_option("Worker slots [default: the crawl's concurrency].")
+@lease_option(DEFAULT_LEASE)
+@progress_option("a live line")
+@metrics_option
+def resume(
+    crawl_id: int,
+    concurrency: int | None,
+    lease: float,
+    show_progress: bool,
+    metrics: tuple[str, int] | None,
+) -> None:
     """Resume a crawl (after an abort, a Ctrl-C or a crash) and work on it until finished."""
     store = open_store()
     crawl_row = operations.get(store, crawl_id)
@@ -396,7 +386,7 @@ def resume(crawl_id: int, concurrency: int | None, lease: float, show_progress: 
     if crawl_row.aborted:
         count = operations.resume(store, crawl_id)
         click.echo(f"crawl {crawl_id} resumed: {output.plural(count, 'page')} due again", err=True)
-    work(crawl_id, concurrency or max(1, crawl_row.concurrency), lease, show_progress)
+    work(crawl_id, concurrency or max(1, crawl_row.concurrency), lease, show_progress, metrics)
 
 
 @crawl.command("concurrency")

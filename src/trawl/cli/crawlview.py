@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import sys
-import time
 from collections import deque
-from collections.abc import Callable, Iterator
 from typing import Any
 
-from rich.live import Live
 from rich.text import Text
 
 from trawl.cli import output
+from trawl.cli.progress import Format
 from trawl.cli.progress import configure_logging as _configure_logging
 from trawl.crawl.operations import Progress
 
 log = logging.getLogger("trawl.crawl")
 
-OnProgress = Callable[[Progress], None]
 LOG_EVERY = 5.0
 
 
@@ -55,26 +50,10 @@ def line(p: Progress, rate: float) -> str:
     return text
 
 
-@contextlib.contextmanager
-def reporter(enabled: bool) -> Iterator[OnProgress | None]:
-    """A live line on a terminal, a log line every few seconds elsewhere, or nothing."""
-    if not enabled:
-        yield None
-        return
+def live_format() -> Format[Progress]:
+    """The crawl's progress line, with its page rate over the last ten seconds."""
     rate = Rate()
-    if sys.stderr.isatty():
-        with Live(Text(""), console=output.console(stderr=True), refresh_per_second=4) as live:
-            yield lambda p: live.update(Text(line(p, rate(p))))
-        return
-    last = [0.0]
-
-    def logged(p: Progress) -> None:
-        value = rate(p)
-        if time.monotonic() - last[0] >= LOG_EVERY:
-            last[0] = time.monotonic()
-            print(line(p, value), file=sys.stderr, flush=True)
-
-    yield logged
+    return Format(view=lambda p: Text(line(p, rate(p))), line=lambda p: line(p, rate(p)))
 
 
 def summary(p: Progress) -> str:

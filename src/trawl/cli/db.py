@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import click
 
 from trawl.cli import output
 from trawl.cli.common import json_option, settings
 from trawl.store import migrate
-from trawl.store.connection import Database
+from trawl.store.store import Store
 from trawl.store.url import display
 
 
 @click.group("db")
 def db() -> None:
     """Create and upgrade the database schema."""
-
-
-@contextmanager
-def _database() -> Iterator[Database]:
-    database = Database(settings().url)
-    try:
-        yield database
-    finally:
-        database.close()
 
 
 @db.command("upgrade")
@@ -35,9 +23,9 @@ def upgrade() -> None:
     Needed on PostgreSQL before first use and after upgrading trawl; SQLite
     databases are upgraded automatically.
     """
-    with _database() as database:
-        before, after = migrate.upgrade(database)
-    where = display(database.url)
+    with Store(settings().url) as store:
+        before, after = store.upgrade_schema()
+    where = display(store.url)
     if before == after:
         click.echo(f"{where} is already at schema {after} (the newest)")
     else:
@@ -57,10 +45,10 @@ def current(as_json: bool) -> None:
 
     current is null when the database has no trawl schema yet.
     """
-    with _database() as database:
-        revision = migrate.current(database)
+    with Store(settings().url) as store:
+        revision = store.schema_revision()
     head = migrate.head()
-    where = display(database.url)
+    where = display(store.url)
     if as_json:
         output.print_json(
             {"url": where, "current": revision, "head": head, "up_to_date": revision == head}

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from trawl.cli import crawl as crawl_cli
-from trawl.cli.common import Settings, open_store
+from trawl.cli.common import GlobalOptions, concurrency_option, open_store, progress_option
 from trawl.crawl import operations
 from trawl.crawl.app import make_app
 from trawl.crawl.operations import CrawlSpec
@@ -18,7 +18,8 @@ from trawl.crawl.options import Options
 from trawl.demo import verify
 from trawl.demo.httpd import SiteServer, truth_file
 from trawl.demo.site import generate
-from trawl.store.crawls import FETCH_TASK, CrawlTables
+from trawl.store.crawls import FETCH_TASK
+from trawl.store.store import Store
 
 
 @click.command("demo")
@@ -36,14 +37,7 @@ from trawl.store.crawls import FETCH_TASK, CrawlTables
     show_default=True,
     help="Depth limit of the crawl.",
 )
-@click.option(
-    "--concurrency",
-    "-c",
-    type=click.IntRange(min=1),
-    default=8,
-    show_default=True,
-    help="Requests in flight.",
-)
+@concurrency_option("Requests in flight.", default=8)
 @click.option(
     "--dir",
     "directory",
@@ -52,13 +46,7 @@ from trawl.store.crawls import FETCH_TASK, CrawlTables
     show_default=True,
     help="Where the database, the WARC and the ground truth go (emptied first).",
 )
-@click.option(
-    "--progress/--no-progress",
-    "show_progress",
-    default=True,
-    show_default=True,
-    help="Live progress on stderr.",
-)
+@progress_option("a live line")
 @click.pass_context
 def demo(
     ctx: click.Context,
@@ -80,9 +68,9 @@ def demo(
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
-    settings = ctx.find_object(Settings)
+    settings = ctx.find_object(GlobalOptions)
     if settings is None or settings.db is None:
-        ctx.obj = Settings(db=f"sqlite:///{directory / 'crawl.db'}")
+        ctx.obj = GlobalOptions(db=f"sqlite:///{directory / 'crawl.db'}")
     with SiteServer(generate(pages)) as server:
         truth = truth_file(server, depth + 1, directory / "truth.json")
         root = server.url(("main", "/"))
@@ -103,7 +91,7 @@ def demo(
 
 
 def _check(
-    store: object,
+    store: Store,
     crawl_id: int,
     server: SiteServer,
     truth: dict[str, int],
@@ -112,8 +100,7 @@ def _check(
 ) -> None:
     from trawl.cli import crawlview
 
-    tables = CrawlTables(store.db)  # type: ignore[attr-defined]
-    pages = [crawlview.page_json(r) for r in tables.pages(crawl_id)]
+    pages = [crawlview.page_json(r) for r in store.crawls.pages(crawl_id)]
     excluded = {u for u in truth if "/private/" in u}
     report = verify.depth_report(pages, truth, depth, excluded)
     files = sorted(glob.glob(str(directory / "demo*.warc.gz")))

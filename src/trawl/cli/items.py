@@ -14,6 +14,7 @@ from trawl.cli import itemfile, output
 from trawl.cli.common import json_option, open_store
 from trawl.model.errors import InvalidInput, ItemNotFound
 from trawl.model.ids import check_id
+from trawl.model.itemjson import Defaults
 from trawl.model.records import ItemView, JobView, NewItem
 from trawl.store import codec
 from trawl.store.store import Store
@@ -82,9 +83,7 @@ def add(
 
     With --json, prints {"created": N, "existing": N, "bad_lines": N}.
     """
-    defaults = itemfile.Defaults(
-        tags=tuple(itemfile.parse_tag_option(t) for t in tags), niceness=niceness
-    )
+    defaults = Defaults(tags=tuple(itemfile.parse_tag_option(t) for t in tags), niceness=niceness)
     if path is not None:
         if item is not None or data is not None:
             raise click.UsageError("give either an ID (with --data) or --file, not both")
@@ -99,7 +98,7 @@ def add(
     _report(added, as_json)
 
 
-def _add_one(item: str, data: str | None, defaults: itemfile.Defaults) -> Added:
+def _add_one(item: str, data: str | None, defaults: Defaults) -> Added:
     new = NewItem(
         id=check_id(item),
         tags=defaults.tags,
@@ -110,7 +109,7 @@ def _add_one(item: str, data: str | None, defaults: itemfile.Defaults) -> Added:
     return Added(created=len(created), existing=1 - len(created))
 
 
-def _add_file(path: str, defaults: itemfile.Defaults, *, skip_bad: bool, batch_size: int) -> Added:
+def _add_file(path: str, defaults: Defaults, *, skip_bad: bool, batch_size: int) -> Added:
     with itemfile.line_source(path) as lines:
         bad = [e for e in itemfile.scan(lines(), defaults) if isinstance(e, itemfile.BadLine)]
         for line in bad:

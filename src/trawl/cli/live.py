@@ -8,22 +8,18 @@ as structured fields under ``--log-json``.
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rich.live import Live
 from rich.table import Table
 
 from trawl.cli import output
-from trawl.cli.progress import stderr_is_terminal
+from trawl.cli.progress import Format, Report, reporter
 from trawl.runtime.actor.spec import ActorInfo, QueueInfo
-from trawl.runtime.orchestrator import Orchestrator
+from trawl.runtime.hookspecs import OrchestratorView
 from trawl.runtime.plugins import hookimpl
-
-log = logging.getLogger("trawl.progress")
 
 REFRESH = 0.5  # seconds between updates of the live table
 
@@ -54,19 +50,28 @@ class Line:
         }
 
 
-class RunProgress:
-    """Built-in plugin: renders each task's figures every *every* seconds."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Snapshot:
+    """Every task's figures at one tick, and how many actors are alive of how many."""
 
-    def __init__(self, every: float, live: Live | None = None) -> None:
+    lines: list[Line]
+    alive: int
+    cap: int
+
+
+class RunProgress:
+    """Built-in plugin: reports each task's figures every *every* seconds."""
+
+    def __init__(self, every: float, report: Report[Snapshot]) -> None:
         self.every = every
-        self.live = live
+        self.report = report
         self._last = 0.0
         self._finished: dict[str, tuple[float, int]] = {}  # task -> (when, done + failed)
 
     @hookimpl
     def trawl_orchestrator_tick(
         self,
-        orchestrator: Orchestrator,
+        orchestrator: OrchestratorView,
         queues: Mapping[str, QueueInfo],
         actors: Sequence[ActorInfo],
     ) -> None:
@@ -75,18 +80,11 @@ class RunProgress:
             return
         self._last = now
         lines = self.lines(orchestrator, queues, actors, now)
-        if self.live is not None:
-            self.live.update(_table(lines, len(actors), orchestrator.max_actors))
-        else:
-            log.info(
-                "progress: %s",
-                "; ".join(_short(line) for line in lines) or "no tasks",
-                extra={"progress": [line.as_json() for line in lines], "actors": len(actors)},
-            )
+        self.report(Snapshot(lines=lines, alive=len(actors), cap=orchestrator.max_actors))
 
     def lines(
         self,
-        orchestrator: Orchestrator,
+        orchestrator: OrchestratorView,
         queues: Mapping[str, QueueInfo],
         actors: Sequence[ActorInfo],
         now: float,
@@ -145,15 +143,21 @@ def _table(lines: list[Line], alive: int, cap: int) -> Table:
     return grid
 
 
+RUN: Format[Snapshot] = Format(
+    view=lambda snap: _table(snap.lines, snap.alive, snap.cap),
+    line=lambda snap: "; ".join(_short(line) for line in snap.lines) or "no tasks",
+    fields=lambda snap: {
+        "progress": [line.as_json() for line in snap.lines],
+        "actors": snap.alive,
+    },
+)
+
+
 @contextlib.contextmanager
 def progress(enabled: bool, log_every: float, as_json: bool) -> Iterator[RunProgress | None]:
     """The progress plugin for as long as the block runs (``None``: no progress)."""
-    if not enabled:
-        yield None
-    elif stderr_is_terminal() and not as_json:
-        with Live(
-            _table([], 0, 0), console=output.console(stderr=True), refresh_per_second=4
-        ) as live:
-            yield RunProgress(REFRESH, live)
-    else:
-        yield RunProgress(log_every)
+    with reporter(enabled, log_every, RUN, as_json=as_json) as report:
+        if report is None:
+            yield None
+        else:
+            yield RunProgress(REFRESH if report.live else log_every, report)

@@ -18,10 +18,12 @@ from trawl.cli import (
     journal,
     run,
     schedule,
+    serve,
     tasks,
+    token,
     worker,
 )
-from trawl.cli.common import Settings
+from trawl.cli.common import GlobalOptions
 from trawl.model.errors import TrawlError
 
 EXIT_DATA = 1  # a TrawlError: bad input, unknown id or task, unreachable database
@@ -53,7 +55,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
     JSON are ISO-8601 UTC strings (e.g. "due_at") next to the same instant in
     Unix seconds ("due_at_epoch"); both are null when there is no time.
     """
-    ctx.obj = Settings(db=db)
+    ctx.obj = GlobalOptions(db=db)
 
 
 for command in (
@@ -71,6 +73,8 @@ for command in (
     crawl.crawl,
     schedule.schedule,
     demo.demo,
+    serve.serve,
+    token.token,
 ):
     cli.add_command(command)
 

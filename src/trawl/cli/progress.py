@@ -1,7 +1,9 @@
-"""How a worker reports while it runs: logging to stderr and a progress line.
+"""How the long-running commands report: logging to stderr, and one progress reporter.
 
-On a terminal the progress is one live line that logs scroll above; anywhere else
-(a file, a pipe, a service manager) it is a log line every few seconds.
+`trawl worker`, `trawl crawl` and `trawl run` each show their progress the same way, only
+in their own format: on a terminal a live view that logs scroll above; anywhere else (a
+file, a pipe, a service manager) a ``progress:`` log line every few seconds, with the
+figures as structured fields where the command has them (JSON under ``--log-json``).
 """
 
 from __future__ import annotations
@@ -11,36 +13,85 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
+from rich.console import RenderableType
 from rich.live import Live
 from rich.logging import RichHandler
 from rich.text import Text
 
 from trawl.cli.output import console
+from trawl.runtime import logs
 from trawl.runtime.stats import WorkerStats
 
-log = logging.getLogger("trawl.progress")
+log = logging.getLogger(logs.PROGRESS)
 
-OnProgress = Callable[[WorkerStats], None]
+T = TypeVar("T")
 
 
 def stderr_is_terminal() -> bool:
     return sys.stderr.isatty()
 
 
-def configure_logging(level: str) -> None:
-    """Log to stderr: through rich on a terminal, as plain timestamped lines elsewhere."""
-    handler: logging.Handler
-    if stderr_is_terminal():
+def configure_logging(level: str, *, as_json: bool = False) -> None:
+    """Log to stderr: through rich on a terminal, as plain timestamped lines (or JSON
+    lines) elsewhere."""
+    handler: logging.Handler | None = None
+    if stderr_is_terminal() and not as_json:
         handler = RichHandler(console=console(stderr=True), show_path=False, markup=False)
         handler.setFormatter(logging.Formatter("%(message)s", datefmt="[%X]"))
+    logs.setup(level, handler=handler, as_json=as_json)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Format(Generic[T]):
+    """How one command shows a progress value *T*: a live view, a log line, and the
+    figures as structured log fields (for ``--log-json``)."""
+
+    view: Callable[[T], RenderableType]
+    line: Callable[[T], str]
+    fields: Callable[[T], dict[str, Any]] = field(default=lambda _: {})
+
+
+@dataclass(kw_only=True, slots=True)
+class Report(Generic[T]):
+    """Called with each new progress value; ``live`` says whether a live view shows it."""
+
+    show: Callable[[T], None]
+    live: bool
+
+    def __call__(self, value: T) -> None:
+        self.show(value)
+
+
+@contextlib.contextmanager
+def reporter(
+    enabled: bool, every: float, fmt: Format[T], *, as_json: bool = False
+) -> Iterator[Report[T] | None]:
+    """The progress callback for as long as the block runs (``None``: no progress)."""
+    if not enabled:
+        yield None
+    elif stderr_is_terminal() and not as_json:
+        with Live(Text(""), console=console(stderr=True), refresh_per_second=4) as live:
+            yield Report(show=lambda value: live.update(fmt.view(value)), live=True)
     else:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    logging.getLogger("alembic").setLevel(logging.WARNING)
+        yield Report(show=_Throttled(every, fmt), live=False)
+
+
+class _Throttled(Generic[T]):
+    """Logs the progress line at most once every *interval* seconds."""
+
+    def __init__(self, interval: float, fmt: Format[T]) -> None:
+        self.interval = interval
+        self.fmt = fmt
+        self.last = time.monotonic()
+
+    def __call__(self, value: T) -> None:
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            log.info("progress: %s", self.fmt.line(value), extra=self.fmt.fields(value))
 
 
 def summary(stats: WorkerStats) -> str:
@@ -51,37 +102,4 @@ def summary(stats: WorkerStats) -> str:
     )
 
 
-@contextlib.contextmanager
-def reporter(enabled: bool, log_every: float) -> Iterator[OnProgress | None]:
-    """The worker's progress callback for as long as the block runs (``None``: no progress)."""
-    if not enabled:
-        yield None
-    elif stderr_is_terminal():
-        with _live() as update:
-            yield update
-    else:
-        yield Throttled(log_every)
-
-
-@contextlib.contextmanager
-def _live() -> Iterator[OnProgress]:
-    with Live(Text(""), console=console(stderr=True), refresh_per_second=4) as live:
-
-        def update(stats: WorkerStats) -> None:
-            live.update(Text(summary(stats)))
-
-        yield update
-
-
-class Throttled:
-    """Logs the progress line at most once every *interval* seconds."""
-
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        self.last = time.monotonic()
-
-    def __call__(self, stats: WorkerStats) -> None:
-        now = time.monotonic()
-        if now - self.last >= self.interval:
-            self.last = now
-            log.info("progress: %s", summary(stats))
+WORKER: Format[WorkerStats] = Format(view=lambda stats: Text(summary(stats)), line=summary)

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-import logging
-import sys
 from pathlib import Path
 
 import click
 
 from trawl.cli import live, progress
-from trawl.cli.common import grace_option, progress_every_option, settings
+from trawl.cli.common import (
+    concurrency_option,
+    grace_option,
+    log_level_option,
+    metrics_option,
+    progress_every_option,
+    progress_option,
+    serve_metrics,
+    settings,
+)
 from trawl.model.errors import InvalidInput
 from trawl.runtime.loader import load_app
-from trawl.runtime.logjson import JsonFormatter
 from trawl.runtime.orchestrator import Orchestrator
 from trawl.runtime.plugins import for_app
-
-LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 @click.command("run")
@@ -30,31 +34,15 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
     metavar="N",
     help="Most actor processes at once, all tasks together [default: the CPU count, at least 2].",
 )
-@click.option(
-    "--concurrency",
-    "-c",
-    type=click.IntRange(min=1),
-    default=16,
-    show_default=True,
-    help="Jobs each actor runs at a time, unless its task's trawl.Actor sets its own.",
+@concurrency_option(
+    "Jobs each actor runs at a time, unless its task's trawl.Actor sets its own.", default=16
 )
 @grace_option
-@click.option(
-    "--progress/--no-progress",
-    "show_progress",
-    default=True,
-    show_default=True,
-    help="Report progress on stderr: a live table on a terminal, else a log line.",
-)
+@progress_option("a live table")
 @progress_every_option
 @click.option("--log-json", is_flag=True, help="Log JSON lines on stderr (for services).")
-@click.option(
-    "--log-level",
-    type=click.Choice(LOG_LEVELS, case_sensitive=False),
-    default="info",
-    show_default=True,
-    help="How much the orchestrator and its actors log on stderr.",
-)
+@log_level_option("the orchestrator and its actors log")
+@metrics_option
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -66,6 +54,7 @@ def run(
     show_progress: bool,
     progress_every: float,
     log_json: bool,
+    metrics: tuple[str, int] | None,
     log_level: str,
 ) -> None:
     """Run the tasks of APP (module:attr or path/to/file.py:attr) in actor processes.
@@ -83,12 +72,13 @@ def run(
     running tasks within --grace; what remains is killed and its jobs are
     handed back, due again at once. A second signal kills the actors at once.
     """
-    _configure_logging(log_level, log_json)
+    progress.configure_logging(log_level, as_json=log_json)
     app = load_app(app_spec)
     if not app.declared():
         raise InvalidInput("the app declares no tasks: decorate functions with @app.task")
     with live.progress(show_progress, progress_every, log_json) as display:
-        plugins = for_app(app)
+        # the actors write their samples where the orchestrator's port serves them added up
+        plugins = for_app(app, *serve_metrics(metrics, actors=True))
         if display is not None:
             plugins.register(display, "trawl.progress")
         orchestrator = Orchestrator(
@@ -104,18 +94,6 @@ def run(
         )
         code = orchestrator.run()
     ctx.exit(code)
-
-
-def _configure_logging(level: str, as_json: bool) -> None:
-    if not as_json:
-        progress.configure_logging(level)
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 def _absolute(spec: str) -> str:

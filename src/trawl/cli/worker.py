@@ -11,9 +11,14 @@ import click
 from trawl.cli import output, progress
 from trawl.cli.common import (
     allow_hook_option,
+    concurrency_option,
     duration,
     grace_option,
+    log_level_option,
+    metrics_option,
     progress_every_option,
+    progress_option,
+    serve_metrics,
     settings,
 )
 from trawl.model.errors import InvalidInput
@@ -27,18 +32,11 @@ from trawl.store.url import display
 
 log = logging.getLogger("trawl.cli")
 
-LOG_LEVELS = ("debug", "info", "warning", "error")
-
 
 @click.command("worker")
 @click.argument("app_spec", metavar="APP")
-@click.option(
-    "--concurrency",
-    "-c",
-    type=click.IntRange(min=1),
-    default=16,
-    show_default=True,
-    help="Tasks run at the same time (async slots; plain functions use threads).",
+@concurrency_option(
+    "Tasks run at the same time (async slots; plain functions use threads).", default=16
 )
 @click.option(
     "--connections",
@@ -65,21 +63,10 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 @allow_hook_option
 @click.option("--exit-when-idle", is_flag=True, help="Exit once no job is due.")
 @grace_option
-@click.option(
-    "--progress/--no-progress",
-    "show_progress",
-    default=True,
-    show_default=True,
-    help="Report progress on stderr: a live line on a terminal, else a log line.",
-)
+@progress_option("a live line")
 @progress_every_option
-@click.option(
-    "--log-level",
-    type=click.Choice(LOG_LEVELS, case_sensitive=False),
-    default="info",
-    show_default=True,
-    help="How much the worker logs on stderr.",
-)
+@log_level_option("the worker logs")
+@metrics_option
 @click.option(
     "--dry-run",
     is_flag=True,
@@ -107,6 +94,7 @@ def worker(
     show_progress: bool,
     progress_every: float,
     log_level: str,
+    metrics: tuple[str, int] | None,
     dry_run: bool,
     limit: int,
     as_json: bool,
@@ -134,7 +122,8 @@ def worker(
         reports = asyncio.run(dry_run_jobs(app, settings().db or app.db, names, limit))
         _print_dry_run(reports, as_json)
         return
-    with progress.reporter(show_progress, progress_every) as on_progress:
+    app.plugins.extend(serve_metrics(metrics))
+    with progress.reporter(show_progress, progress_every, progress.WORKER) as on_progress:
         runner = Worker(
             app,
             url=settings().db or app.db,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from trawl.crawl import operations, state
 from trawl.crawl.app import make_app
@@ -28,12 +28,13 @@ async def run(
     lease: float,
     on_progress: OnProgress | None = None,
     grace: float = 10.0,
+    plugins: Sequence[object] = (),
 ) -> Progress:
     """Work on the database's crawls until crawl *crawl_id* is finished or aborted, or a
     signal stops the worker; returns the crawl's last progress."""
-    worker = Worker(
-        make_app(url, lease=lease), url=url, concurrency=concurrency, grace=grace, poll=0.1
-    )
+    app = make_app(url, lease=lease)
+    app.plugins.extend(plugins)
+    worker = Worker(app, url=url, concurrency=concurrency, grace=grace, poll=0.1)
     watcher = StoreThread(Store(url))
     working = asyncio.create_task(worker.run())
     try:

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from trawl.crawl.urls import page_id
 from trawl.model.records import NewItem
-from trawl.store import bulk
 from trawl.store.crawls import CrawlRow, CrawlTables
+from trawl.store.store import Store
 
 PAGE_TAG = "trawl.page"
 DEPTH = "depth"
@@ -43,8 +42,8 @@ class Discover:
     found: tuple[Found, ...]
     crawl: CrawlRow | None = None  # as the fetch saw it (saves reading it again)
 
-    def apply(self, store: Any, now: float, task: str) -> None:
-        tables = CrawlTables(store.db)
+    def apply(self, store: Store, now: float, task: str) -> None:
+        tables = store.crawls
         discover(tables, self.crawl_id, self.parent, self.found, now, crawl=self.crawl)
 
 
@@ -108,7 +107,7 @@ def _create(
         for f in fresh
     ]
     creator = page_id(crawl.id, parent) if parent is not None else None
-    bulk.add_items(tables.db, items, now, creator)
+    tables.add_page_items(items, now, creator)
     rows = [
         {
             "url": f.url,

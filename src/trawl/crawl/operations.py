@@ -14,8 +14,9 @@ from trawl.crawl.options import Options
 from trawl.crawl.rules import Rule, host_rule, make_rule
 from trawl.model.errors import InvalidInput, TrawlError
 from trawl.model.records import TaskInfo
+from trawl.model.states import Journal
 from trawl.store import codec
-from trawl.store.crawls import CrawlRow, CrawlTables
+from trawl.store.crawls import FETCH_TASK, CrawlRow
 from trawl.store.store import Store
 
 ACTIVE, DRAINING, FINISHED, ABORTED = "ACTIVE", "DRAINING", "FINISHED", "ABORTED"
@@ -105,8 +106,8 @@ def register(store: Store, info: TaskInfo) -> None:
 def create(store: Store, spec: CrawlSpec) -> int:
     """A new crawl with its first ruleset and its seeds (depth 0); returns its id."""
     rules = [r.to_json() for r in spec.rules()]
-    tables = CrawlTables(store.db)
-    with store.db.write():
+    tables = store.crawls
+    with store.write():
         now = store.clock()
         crawl_id = tables.create(
             {
@@ -125,41 +126,51 @@ def create(store: Store, spec: CrawlSpec) -> int:
         tables.add_ruleset(crawl_id, 1, rules, now, "created")
         tables.update(crawl_id, "ruleset", 1)
         discover(tables, crawl_id, None, [Found(url=s, hops=0) for s in spec.seeds], now)
+        _journal(store, Journal.CRAWL_CREATED, crawl_id, seeds=len(spec.seeds), depth=spec.depth)
         store.notify()
     return crawl_id
 
 
+def _journal(store: Store, kind: Journal, crawl_id: int, **detail: Any) -> None:
+    """Crawl operations are journaled like item changes, so a consumer sees who steered
+    a crawl and how (inside the caller's write)."""
+    store.items.journal(kind, store.clock(), None, FETCH_TASK, {"crawl": crawl_id, **detail})
+
+
 def find(store: Store, spec: CrawlSpec) -> CrawlRow | None:
-    return CrawlTables(store.db).by_spec(spec.digest())
+    return store.crawls.by_spec(spec.digest())
 
 
 def get(store: Store, crawl_id: int) -> CrawlRow:
-    row = CrawlTables(store.db).get(crawl_id)
+    row = store.crawls.get(crawl_id)
     if row is None:
         raise CrawlNotFound(f"no crawl has the id {crawl_id}: `trawl crawl list` shows them")
     return row
 
 
 def all_crawls(store: Store) -> list[CrawlRow]:
-    return CrawlTables(store.db).all()
+    return store.crawls.all()
 
 
 def abort(store: Store, crawl_id: int) -> int:
     """Stop claiming the crawl's pages (running ones finish); returns how many were parked."""
-    tables = CrawlTables(store.db)
-    with store.db.write():
+    tables = store.crawls
+    with store.write():
         get(store, crawl_id)
         tables.update(crawl_id, "aborted", True)
-        return tables.park_jobs(crawl_id)
+        parked = tables.park_jobs(crawl_id)
+        _journal(store, Journal.CRAWL_ABORTED, crawl_id, parked=parked)
+        return parked
 
 
 def resume(store: Store, crawl_id: int) -> int:
     """Undo an abort; returns how many pages became due again."""
-    tables = CrawlTables(store.db)
-    with store.db.write():
+    tables = store.crawls
+    with store.write():
         get(store, crawl_id)
         tables.update(crawl_id, "aborted", False)
         count = tables.unpark_jobs(crawl_id, store.clock())
+        _journal(store, Journal.CRAWL_RESUMED, crawl_id, due=count)
         store.notify()
         return count
 
@@ -167,23 +178,26 @@ def resume(store: Store, crawl_id: int) -> int:
 def set_concurrency(store: Store, crawl_id: int, value: int) -> None:
     if value < 0:
         raise InvalidInput(f"concurrency must be 0 or more, got {value}")
-    with store.db.write():
-        get(store, crawl_id)
-        CrawlTables(store.db).update(crawl_id, "concurrency", value)
+    with store.write():
+        before = get(store, crawl_id).concurrency
+        store.crawls.update(crawl_id, "concurrency", value)
+        _journal(store, Journal.CRAWL_CONCURRENCY, crawl_id, before=before, after=value)
 
 
 def set_niceness(store: Store, crawl_id: int, value: int) -> int:
-    tables = CrawlTables(store.db)
-    with store.db.write():
-        get(store, crawl_id)
+    tables = store.crawls
+    with store.write():
+        before = get(store, crawl_id).niceness
         tables.update(crawl_id, "niceness", value)
-        return tables.set_niceness(crawl_id, value)
+        changed = tables.set_niceness(crawl_id, value)
+        _journal(store, Journal.CRAWL_NICENESS, crawl_id, before=before, after=value)
+        return changed
 
 
 def rules(store: Store, crawl_id: int) -> tuple[int, list[dict[str, Any]]]:
     """(current version, its rules)."""
     crawl = get(store, crawl_id)
-    return crawl.ruleset, CrawlTables(store.db).ruleset(crawl_id, crawl.ruleset)
+    return crawl.ruleset, store.crawls.ruleset(crawl_id, crawl.ruleset)
 
 
 def edit_rules(
@@ -197,8 +211,8 @@ def edit_rules(
 ) -> int:
     """Store a new ruleset version (the current rules plus *add*, minus positions *remove*,
     counted from 1); with *ensure*, only if the current version is still *ensure*."""
-    tables = CrawlTables(store.db)
-    with store.db.write():
+    tables = store.crawls
+    with store.write():
         crawl = get(store, crawl_id) if store.is_sqlite else tables.get(crawl_id, lock=True)
         if crawl is None:
             raise CrawlNotFound(f"no crawl has the id {crawl_id}")
@@ -217,12 +231,21 @@ def edit_rules(
         if not tables.add_ruleset(crawl_id, version, current, store.clock(), note):
             raise RulesetConflict(f"crawl {crawl_id}'s ruleset changed meanwhile; try again")
         tables.update(crawl_id, "ruleset", version)
+        _journal(
+            store,
+            Journal.CRAWL_RULES,
+            crawl_id,
+            version=version,
+            added=[r.to_json() for r in add or ()],
+            removed=sorted(set(remove or ())),
+            note=note,
+        )
         return version
 
 
 def progress(store: Store, crawl_id: int, *, window: float = 10.0) -> Progress:
-    tables = CrawlTables(store.db)
-    with store.db.read():
+    tables = store.crawls
+    with store.read():
         crawl = get(store, crawl_id)
         counts = _counts(tables.counts(crawl_id))
         frontier = tables.frontier(crawl_id)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trawl.crawl.frontier import Discover
-from trawl.store.crawls import CrawlTables
+from trawl.store.store import Store
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -22,8 +22,8 @@ class Fetched:
     discover: Discover | None = None
     host_ok: str | None = None  # a host that had errors answered: its backoff is over
 
-    def apply(self, store: Any, now: float, task: str) -> None:
-        tables = CrawlTables(store.db)
+    def apply(self, store: Store, now: float, task: str) -> None:
+        tables = store.crawls
         tables.add_attempt(self.record)
         tables.release(self.item_id, self.attempt)
         if self.host_ok is not None:
@@ -45,8 +45,8 @@ class Skipped:
     reason: str
     record: dict[str, Any]
 
-    def apply(self, store: Any, now: float, task: str) -> None:
-        tables = CrawlTables(store.db)
+    def apply(self, store: Store, now: float, task: str) -> None:
+        tables = store.crawls
         tables.set_skip(self.crawl_id, self.url, self.reason)
         tables.add_attempt(self.record)
 
@@ -57,5 +57,5 @@ class Parked:
 
     item_id: str
 
-    def apply(self, store: Any, now: float, task: str) -> None:
-        CrawlTables(store.db).park_job(self.item_id)
+    def apply(self, store: Store, now: float, task: str) -> None:
+        store.crawls.park_job(self.item_id)

@@ -19,6 +19,7 @@ from trawl.crawl.options import Options
 from trawl.crawl.robots import Robots
 from trawl.crawl.rules import Ruleset, Settings, from_json
 from trawl.store.crawls import CrawlRow, CrawlTables
+from trawl.store.store import Store
 
 HOLD = 1.0  # a start at most this far off is waited for in the task; later ones defer
 SLOT_MARGIN = 15.0  # a slot outlives the request timeout by this much at most
@@ -55,7 +56,7 @@ class Gate:
 
     def begin(
         self,
-        store: Any,
+        store: Store,
         crawl_id: int,
         url: str,
         item_id: str,
@@ -64,8 +65,8 @@ class Gate:
     ) -> Plan:
         """Plan the attempt; first free the slots of *finished* requests (item, attempt):
         a request's slots go as soon as it is done, not when its job commits."""
-        tables = CrawlTables(store.db)
-        with store.db.write():
+        tables = store.crawls
+        with store.write():
             for done_item, done_attempt in finished:
                 tables.release(done_item, done_attempt)
             return self._begin(tables, store.clock(), crawl_id, url, item_id, attempt)
@@ -178,14 +179,14 @@ HOST_BACKOFF = 1.0  # seconds a host backs off after its first error, doubling
 HOST_BACKOFF_MAX = 300.0
 
 
-def host_failed(store: Any, host: str, grace: float) -> float | None:
+def host_failed(store: Store, host: str, grace: float) -> float | None:
     """A 5xx, timeout or connection error on *host*: back the whole host off, longer each
     time in a row, and return until when the page should wait without spending a try.
     ``None`` once the run of errors is older than *grace* (the crawl's ``host_grace``): the
     host is down, or the page is bad, so the host is no longer held back and its pages'
     tries count again - the crawl still ends."""
-    tables = CrawlTables(store.db)
-    with store.db.write():
+    tables = store.crawls
+    with store.write():
         now = store.clock()
         counted, errors, since, blocked = tables.host_error(host, now)
         if now - since > grace:
@@ -197,19 +198,19 @@ def host_failed(store: Any, host: str, grace: float) -> float | None:
     return until
 
 
-def block_host(store: Any, host: str, until: float) -> None:
+def block_host(store: Store, host: str, until: float) -> None:
     """Hold off every request to *host* until *until* (after a 429 or a 503)."""
-    with store.db.write():
-        CrawlTables(store.db).block(host, until)
+    with store.write():
+        store.crawls.block(host, until)
 
 
 def store_robots(
-    store: Any, host: str, robots: tuple[int, str], not_before: float, item_id: str, attempt: int
+    store: Store, host: str, robots: tuple[int, str], not_before: float, item_id: str, attempt: int
 ) -> None:
     """Keep a host's robots.txt for every worker, free the slot its fetch used, and keep the
     next request on the host *not_before* (the robots.txt fetch's start + Crawl-delay)."""
-    tables = CrawlTables(store.db)
-    with store.db.write():
+    tables = store.crawls
+    with store.write():
         tables.put_robots(host, robots[0], robots[1], store.clock())
         next_at, _, _ = tables.host(host)
         if not_before > next_at:

@@ -16,7 +16,7 @@ from trawl.crawl.options import Options
 from trawl.crawl.politeness import Gate
 from trawl.crawl.warc import WarcFiles, Written
 from trawl.runtime.context import Context
-from trawl.store.crawls import CrawlRow, CrawlTables
+from trawl.store.crawls import CrawlRow
 
 POOL = 256  # connections kept open per process, across hosts
 
@@ -48,25 +48,26 @@ class ProcessState:
         the response record went and whether this is the payload's first copy."""
         index = self._payloads.get(crawl.id)
         if index is None:
-            index = await ctx.with_store(lambda store: CrawlTables(store.db).payloads(crawl.id))
-            self._payloads[crawl.id] = index
+            loaded = await ctx.with_store(lambda store: store.crawls.payloads(crawl.id))
+            index = self._payloads.setdefault(crawl.id, loaded)  # first loader wins
         ex = resp.exchange
-        refers = index.get(ex.digest) if resp.size > 0 and not resp.truncated else None
-        first = refers is None and resp.size > 0 and not resp.truncated
+        whole = resp.size > 0 and not resp.truncated
         files, lock = self._warc(crawl)
         durable = Options.from_json(crawl.options).warc_sync
 
-        def write() -> Written:
+        def write() -> tuple[Written, bool]:
+            # Look the digest up under the file lock: two copies fetched at once (a page and
+            # its session-id twin) must not both find the index empty and both be stored.
             with lock:
+                refers = index.get(ex.digest) if whole else None
                 written = files.write(ex, refers, outlinks)
+                if whole and refers is None:  # only a payload whose record was written
+                    index[ex.digest] = (ex.url, ex.date)  # may be referred to
             if durable:  # on disk before the commit that records its offset; writers that
                 files.sync(written)  # finish together share one fdatasync
-            return written
+            return written, whole and refers is None
 
-        written = await asyncio.to_thread(write)
-        if first:  # only a payload whose record was written may be referred to
-            index.setdefault(ex.digest, (ex.url, ex.date))
-        return written, first
+        return await asyncio.to_thread(write)
 
     def _warc(self, crawl: CrawlRow) -> tuple[WarcFiles, threading.Lock]:
         found = self._warcs.get(crawl.id)

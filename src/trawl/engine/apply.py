@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from functools import singledispatchmethod
 from typing import Any
 
@@ -9,7 +10,7 @@ from trawl.engine.usercode import bounded
 from trawl.model import effects as fx
 from trawl.model.errors import ItemExists
 from trawl.model.states import Journal
-from trawl.store import codec, scheduling
+from trawl.store import codec
 from trawl.store.store import Store
 
 
@@ -59,11 +60,11 @@ class EffectApplier:
             item_id = e.id
         else:
             if e.data:
-                merged = self.items.data_for_update(item_id) | e.data
-                self.items.set_data(item_id, merged, self.now, self.task)
+                old = self.items.data_for_update(item_id)
+                self.items.set_data(item_id, old | e.data, self.now, self.task, old=old)
             for name, value in tags:
                 self.items.add_tag(item_id, name, value, now=self.now, task=self.task)
-        scheduling.relist(self.store.db, item_id, self.now, e.last_update)
+        self.store.relist(item_id, self.now, e.last_update)
 
     @apply.register
     def _(self, e: fx.RenameItem) -> None:
@@ -75,8 +76,11 @@ class EffectApplier:
         if into == from_:
             raise ItemExists(f"cannot merge {e.from_!r} into {e.into!r}: they are the same item")
         old = (self.items.data_for_update(into), self.items.data_for_update(from_))
-        merged = bounded("a merge_item merge function", e.merge, *old)
-        self.items.set_data(into, _object(merged, "merge result"), self.now, self.task)
+        # copies: the user's function may change what it is given, and the journal's patch
+        # is taken against the data as it was
+        merged = bounded("a merge_item merge function", e.merge, *copy.deepcopy(old))
+        merged = _object(merged, "merge result")
+        self.items.set_data(into, merged, self.now, self.task, old=old[0])
         self._merge_metadata(into, from_, e)
         self._merge_tags(into, from_)
         self.items.repoint_aliases(from_, into)  # from_'s own id too: it becomes a redirect
@@ -124,8 +128,11 @@ class EffectApplier:
     @apply.register
     def _(self, e: fx.UpdateData) -> None:
         item_id = self.items.require(e.id)
-        new = bounded("an update_data function", e.fn, self.items.data_for_update(item_id))
-        self.items.set_data(item_id, _object(new, "update_data result"), self.now, self.task)
+        old = self.items.data_for_update(item_id)
+        new = bounded("an update_data function", e.fn, copy.deepcopy(old))
+        self.items.set_data(
+            item_id, _object(new, "update_data result"), self.now, self.task, old=old
+        )
 
     @apply.register
     def _(self, e: fx.UpdateMetadata) -> None:

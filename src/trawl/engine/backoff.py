@@ -7,7 +7,7 @@ import random
 MAX_DELAY = 3600.0
 
 
-def retry_delay(
+def delay(
     failures: int, retries: int, base: float, rng: random.Random | None = None
 ) -> float | None:
     """Delay before the next attempt after *failures* consecutive failures, or ``None`` when

@@ -18,7 +18,6 @@ from trawl.engine.ratelimit import decide
 from trawl.engine.usercode import UserCodeTimeout, bounded
 from trawl.model.limits import Limit, LimitItem
 from trawl.model.records import ClaimedJob
-from trawl.store import gates
 from trawl.store.gates import Candidate
 from trawl.store.store import Store
 
@@ -62,13 +61,13 @@ def claim(store: Store, tasks: Sequence[TaskGate], limit: int, owner: str) -> Cl
     """Lease up to *limit* due jobs of *tasks* by the rules above."""
     if not tasks or limit <= 0:
         return ClaimBatch(jobs=[])
-    with store.db.write():
+    with store.write():
         now = store.clock()
         store.promote(now)
         plain = {t.name: t.timeout for t in tasks if not t.gated}  # the claim skips paused
         gated = [t for t in tasks if t.gated]
         if gated:
-            paused = gates.paused(store.db, [t.name for t in gated])
+            paused = store.gates.paused([t.name for t in gated])
             gated = [t for t in gated if t.name not in paused]
         rows = store.claim_due(plain, limit, owner, now) if plain else []
         wake_at = None
@@ -76,7 +75,7 @@ def claim(store: Store, tasks: Sequence[TaskGate], limit: int, owner: str) -> Cl
             leased, wake_at = _gated(store, gated, limit - len(rows), owner, now)
             rows += leased
             if not rows:  # say when throttled work comes due, so an idle worker waits for it
-                later = gates.next_deferred(store.db, [t.name for t in gated])
+                later = store.gates.next_deferred([t.name for t in gated])
                 wake_at = later if wake_at is None or (later and later < wake_at) else wake_at
         return ClaimBatch(jobs=store.claimed(rows), wake_at=wake_at)
 
@@ -93,12 +92,12 @@ def _gated(
     wake_at: float | None = None
     scanned = 0
     while room > 0 and scanned < MAX_SCAN:
-        found = gates.candidates(store.db, list(by_name), window, now)
+        found = store.gates.candidates(list(by_name), window, now)
         scanned += len(found)
         ready = _drop_unmet(store, found, by_name, now)
         ready = policy.order(ready, {t.name: t.weights for t in tasks}, room)
         granted, deferred = _permits(store, ready, by_name, room, now)
-        gates.defer(store.db, deferred)
+        store.gates.defer(deferred)
         leased = store.lease([(c.id, by_name[c.task].timeout) for c in granted], owner, now)
         rows += leased
         room -= len(leased)
@@ -116,8 +115,8 @@ def _drop_unmet(
     deps = sorted({d for t in tasks.values() for d in t.depends_on})
     if not deps or not found:
         return found
-    results = gates.dep_results(store.db, sorted({c.item_id for c in found}), deps)
-    versions = gates.task_versions(store.db, deps)
+    results = store.gates.dep_results(sorted({c.item_id for c in found}), deps)
+    versions = store.gates.task_versions(deps)
 
     def met(c: Candidate) -> bool:
         for dep in tasks[c.task].depends_on:
@@ -129,7 +128,7 @@ def _drop_unmet(
         return True
 
     unmet = {c.id for c in found if not met(c)}
-    gates.wait_for_deps(store.db, sorted(unmet))
+    store.gates.wait_for_deps(sorted(unmet))
     return [c for c in found if c.id not in unmet]
 
 
@@ -140,9 +139,14 @@ def _permits(
     pairs = {p for ks in keyed.values() for _, p in ks}
     # Look before locking: a claim that can grant nothing (every key throttled) takes no row
     # lock, so it never holds up the worker that wakes for the next free permit.
-    seen = gates.limit_states(store.db, pairs, now, lock=False)
+    seen = store.gates.limit_states(pairs, now, lock=False)
     hopeful = any(all(_free(seen[p], lim, now) for lim, p in ks) for ks in keyed.values())
-    permits = _Permits(states=gates.limit_states(store.db, pairs, now) if hopeful else seen)
+    permits = _Permits(states=store.gates.limit_states(pairs, now) if hopeful else seen)
+    if hopeful:
+        # Waiting for the lock can take as long as another worker's claim. A permit decided
+        # at the time read before the wait would start its interval in the past, and the
+        # next worker would be granted one at once: two permits back to back.
+        now = store.clock()
     granted: list[Candidate] = []
     deferred: list[tuple[int, float, str]] = []
     for c in found:
@@ -154,7 +158,7 @@ def _permits(
         else:
             deferred.append((c.id, until, why))
     if permits.changed:
-        gates.save_limit_states(store.db, permits.changed)
+        store.gates.save_limit_states(permits.changed)
     return granted, deferred
 
 

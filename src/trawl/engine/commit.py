@@ -30,6 +30,7 @@ _STATUS = {
     Outcome.DEFERRED: "queued",  # due again at defer_until, as if released
     Outcome.SKIPPED: "skipped",
 }
+_MESSAGE = 2000  # characters of a failure's message in its journal entry (the table has all)
 _KIND = {
     Outcome.SUCCESS: Journal.JOB_DONE,
     Outcome.FAILURE: Journal.JOB_FAILED,
@@ -42,7 +43,7 @@ _KIND = {
 def commit(store: Store, results: Sequence[AttemptResult]) -> CommitReport:
     """Commit a batch of attempts; the report says which were stale."""
     report = CommitReport()
-    with store.db.write():
+    with store.write():
         now = store.clock()
         plain = [r for r in results if not _has_effects(r)]
         held = store.apply_outcomes([_row(r, now) for r in plain], now)
@@ -65,7 +66,7 @@ def commit(store: Store, results: Sequence[AttemptResult]) -> CommitReport:
 def _after(store: Store, done: Sequence[AttemptResult], now: float) -> None:
     """Consequences of the batch for other jobs: dependents wake, failing tasks stop."""
     succeeded = [(r.item_id, r.task, r.changed) for r in done if r.outcome is Outcome.SUCCESS]
-    scheduling.wake_dependents(store.db, succeeded, now)  # tells waiting workers itself
+    store.wake_dependents(succeeded, now)  # tells waiting workers itself
     failing = {r.task for r in done if r.outcome is Outcome.FAILURE and not r.apply_on_failure}
     if failing:
         for task in scheduling.stop_failing(store.items, failing, now):
@@ -122,7 +123,7 @@ def _commit_with_effects(
     store: Store, result: AttemptResult, now: float, report: CommitReport
 ) -> AttemptResult | None:
     try:
-        with store.db.savepoint():
+        with store.savepoint():
             if not store.apply_outcomes([_row(result, now)], now):
                 return None
             EffectApplier(store, now=now, task=result.task).apply_all(result.effects)
@@ -203,5 +204,26 @@ def _text(value: str) -> str:
 
 
 def _journal(r: AttemptResult, kind: Journal, now: float) -> dict[str, Any]:
-    detail = f'{{"attempt":{int(r.attempt)}}}'
+    detail = _detail(r, kind)
     return {"at": now, "kind": kind.value, "item_id": r.item_id, "task": r.task, "detail": detail}
+
+
+def _detail(r: AttemptResult, kind: Journal) -> str:
+    """What a consumer of the journal needs without a second read: a done job's version,
+    whether its result changed, and the result (metadata) itself; a failure's error; when
+    a deferred job is due again. Built as text: the result is already JSON."""
+    fields: dict[str, Any] = {"attempt": int(r.attempt)}
+    if kind is Journal.JOB_DONE:
+        fields |= {"version": r.version, "changed": r.changed}
+    elif kind is Journal.JOB_FAILED and r.failure is not None:
+        fields |= {
+            "error_type": _text(r.failure.error_type),
+            "message": _text(r.failure.message)[:_MESSAGE],
+            "retry": r.retry_delay is not None,
+        }
+    elif kind is Journal.JOB_DEFERRED and r.defer_until is not None:
+        fields["until"] = r.defer_until
+    text = msgspec.json.encode(fields).decode()
+    if kind is Journal.JOB_DONE and r.result is not None:
+        text = f'{text[:-1]},"result":{r.result}}}'
+    return text

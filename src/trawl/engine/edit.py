@@ -16,6 +16,6 @@ from trawl.store.store import Store
 
 def apply(store: Store, effects: Iterable[fx.Effect], *, by: str) -> None:
     """Apply *effects* in order, all or nothing; *by* is recorded as their author."""
-    with store.db.write():
+    with store.write():
         EffectApplier(store, now=store.clock(), task=by).apply_all(tuple(effects))
         store.notify()

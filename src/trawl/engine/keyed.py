@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 from trawl.engine.claim import ClaimBatch
 from trawl.engine.usercode import bounded
-from trawl.store import gates
 from trawl.store.store import Store
 
 KEY_WINDOW = 500
@@ -26,12 +25,12 @@ def claim_keyed(
     """Lease up to *limit* due jobs of *task* whose launch key is *key*, best first."""
     if limit <= 0:
         return ClaimBatch(jobs=[])
-    with store.db.write():
+    with store.write():
         now = store.clock()
         store.promote(now)
-        if gates.paused(store.db, [task]):
+        if store.gates.paused([task]):
             return ClaimBatch(jobs=[])
-        found = gates.candidates(store.db, [task], KEY_WINDOW, now)
+        found = store.gates.candidates([task], KEY_WINDOW, now)
         # The launch key function is user code, run while the claim holds the database.
         keys = bounded(
             "the actor's key function", lambda: [key_of(c.item_id, c.data) for c in found]

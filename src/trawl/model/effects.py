@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 JSONObject = dict[str, Any]
 Merger = Callable[[JSONObject, JSONObject], JSONObject]
 Updater = Callable[[JSONObject], JSONObject]
+S_contra = TypeVar("S_contra", contravariant=True)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -114,16 +115,18 @@ class Log:
     message: str
 
 
-class CustomEffect(Protocol):
-    """An effect a layer above the engine defines (the crawl's link discoveries, say)."""
+class CustomEffect(Protocol[S_contra]):
+    """An effect a layer above the engine defines (the crawl's link discoveries, say),
+    applied to *S_contra*: the engine's ``Store`` (this layer knows nothing of it; the
+    Context's ``custom`` asks for a ``CustomEffect[Store]``)."""
 
-    def apply(self, store: Any, now: float, task: str) -> None:
+    def apply(self, store: S_contra, now: float, task: str) -> None:
         """Apply it inside the commit transaction; raising undoes the attempt's effects."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Custom:
-    effect: CustomEffect
+    effect: CustomEffect[Any]
 
 
 Effect = (

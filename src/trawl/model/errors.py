@@ -39,6 +39,11 @@ class AliasError(TrawlError):
     """An alias operation that would break the single-level alias rule."""
 
 
+class Conflict(TrawlError):
+    """The request conflicts with what is stored (a name taken, entries a journal consumer
+    has not acknowledged); nothing was changed."""
+
+
 class NotFound(TrawlError):
     """Raise from a task when the source says the thing is gone (HTTP 404/410, a deleted
     repository): the job waits its not-found cooldown instead of retrying soon, and after

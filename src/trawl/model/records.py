@@ -27,10 +27,9 @@ class TaskInfo:
     max_failures: int | None = None
 
 
-# ClaimedJob and AttemptResult are made once per job on the worker's hot path: as msgspec
-# Structs (frozen, keyword-only, like the dataclasses around them) they are built three
-# times faster than frozen dataclasses, whose __init__ goes through object.__setattr__ for
-# every field (3.3 us for an AttemptResult here, a tenth of a no-op job's worker time).
+# ClaimedJob and AttemptResult are made once per job on the worker's hot path: msgspec
+# Structs (frozen, keyword-only, like the dataclasses around them), because a frozen
+# dataclass's __init__ goes through object.__setattr__ for every field.
 
 
 class ClaimedJob(msgspec.Struct, frozen=True, kw_only=True):
@@ -172,3 +171,25 @@ class JournalEntry:
     item_id: str | None
     task: str | None
     detail: Any
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TokenRow:
+    """An API token as stored: never its secret."""
+
+    name: str
+    scope: str  # read | write | admin
+    created_at: float
+    last_used_at: float | None
+    revoked_at: float | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConsumerRow:
+    """A named reader of the journal: everything up to *position* is acknowledged."""
+
+    name: str
+    position: int
+    created_at: float
+    acked_at: float | None
+    lag: int  # entries after its position

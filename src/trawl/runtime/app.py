@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, overload
 
 from trawl.engine.revisit import Adaptive
 from trawl.model.durations import Duration, optional_seconds, seconds
@@ -19,9 +19,37 @@ from trawl.runtime.schedule import Schedule, make_schedule
 from trawl.store.url import default_url
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from trawl.runtime.context import Context
 
 TaskFunction = Callable[["Context"], Any]
+F = TypeVar("F", bound=TaskFunction)
+
+
+class TaskOptions(TypedDict, total=False):
+    """The options of ``@app.task(...)`` (documented there), for its typed signature."""
+
+    name: str | None
+    tags: Iterable[str]
+    version: str | int
+    ttl: Duration | None
+    timeout: Duration
+    retries: int
+    backoff: Duration
+    niceness: int
+    revisit: Adaptive | None
+    rate_limit: str | float | None
+    exempt_global: bool
+    depends_on: Iterable[str]
+    rerun_on_change: bool
+    max_failures: int | None
+    not_found_cooldown: Duration
+    not_found_limit: int
+    failed_cooldown: Duration | None
+    visit_weights: tuple[float, float, float] | None
+    actor: Actor | None
+
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_RETRIES = 3
@@ -104,9 +132,16 @@ class App:
             lim for lim in self.limits.values() if lim.applies_to(task.name, exempt_global=exempt)
         ]
 
+    @overload
+    def task(self, fn: F, /, **options: Unpack[TaskOptions]) -> F: ...
+
+    @overload
+    def task(self, fn: None = None, /, **options: Unpack[TaskOptions]) -> Callable[[F], F]: ...
+
     def task(
         self,
-        fn: TaskFunction | None = None,
+        fn: F | None = None,
+        /,
         *,
         name: str | None = None,
         tags: Iterable[str] = (),
@@ -127,7 +162,7 @@ class App:
         failed_cooldown: Duration | None = None,
         visit_weights: tuple[float, float, float] | None = None,
         actor: Actor | None = None,
-    ) -> Any:
+    ) -> F | Callable[[F], F]:
         """Declare a task; it runs on every item carrying one of *tags*.
 
         ``version``: bump it when results made by older code should be redone.
@@ -150,7 +185,7 @@ class App:
         processes, per-actor start-up and shut-down (see docs/orchestrator.md).
         """
 
-        def register(func: TaskFunction) -> TaskFunction:
+        def register(func: F) -> F:
             task_name = name or func.__name__
             if task_name in self.tasks:
                 raise InvalidInput(f"task {task_name!r} is declared twice")

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from trawl.model import effects as fx
 from trawl.model.durations import Duration, optional_seconds
 from trawl.model.ids import check_id, check_tag
 from trawl.model.records import ItemView
 from trawl.store import codec
+from trawl.store.store import Store
 
 TagArg = str | tuple[str, str | None]
+T = TypeVar("T")
 
 
 class Reader(Protocol):
@@ -22,7 +25,25 @@ class Reader(Protocol):
 
     async def get_metadata(self, task: str, alias: str) -> dict[str, Any] | None: ...
 
-    async def with_store(self, fn: Callable[[Any], Any]) -> Any: ...
+    async def with_store(self, fn: Callable[[Store], T]) -> T: ...
+
+
+@dataclass(slots=True)
+class Asks:
+    """What a task asked for during one attempt, besides its result: read by the worker
+    when the attempt ends (see :func:`asks`), never by the task."""
+
+    effects: list[fx.Effect] = field(default_factory=list)
+    allow_failure: bool = False  # keep the effects even if the attempt then fails
+    defer_until: float | None = None
+    skip: bool = False
+    eventful: bool | None = None  # None: judged by whether the result changed
+
+
+def asks(ctx: Context) -> Asks:
+    """The worker's side of *ctx*: what its task asked for. Not on Context itself, so a
+    task's ``ctx.`` completions show only what a task may call."""
+    return ctx._asks
 
 
 class Context:
@@ -50,11 +71,7 @@ class Context:
         self.task = task
         self._reader = reader
         self._loop = loop
-        self._effects: list[fx.Effect] = []
-        self._allow_failure = False
-        self._defer_until: float | None = None
-        self._skip = False
-        self._eventful: bool | None = None
+        self._asks = Asks()
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -66,7 +83,7 @@ class Context:
         """The stored result of *task* for this item (or *id*), or ``None``."""
         return await self._reader.get_metadata(task, self._target(id))
 
-    async def with_store(self, fn: Callable[[Any], Any]) -> Any:
+    async def with_store(self, fn: Callable[[Store], T]) -> T:
         """Run ``fn(store)`` on the worker's database thread and return its result. For
         layers built on trawl that need a short transaction of their own while a task runs
         (the crawler's politeness gate); ordinary tasks never need it."""
@@ -98,7 +115,7 @@ class Context:
         created_by: str | None = None,
     ) -> None:
         """Create an item; ignored if the id exists unless *fail_if_exists*."""
-        self._effects.append(
+        self._asks.effects.append(
             fx.CreateItem(
                 id=check_id(id),
                 tags=_tags(tags),
@@ -110,7 +127,7 @@ class Context:
 
     def rename_item(self, to: str, from_: str | None = None) -> None:
         """Make *to* the item's primary id; old ids keep resolving as aliases."""
-        self._effects.append(fx.RenameItem(to=check_id(to), from_=self._target(from_)))
+        self._asks.effects.append(fx.RenameItem(to=check_id(to), from_=self._target(from_)))
 
     def merge_item(
         self,
@@ -122,7 +139,7 @@ class Context:
         """Merge this item (or *from_*) into *into*: ``merge(into_data, from_data)`` gives the
         new data; metadata merges per task, else the newest result wins; every alias of the
         merged item (its own id too) then points at *into*, and the merged item is deleted."""
-        self._effects.append(
+        self._asks.effects.append(
             fx.MergeItem(
                 into=check_id(into),
                 from_=self._target(from_),
@@ -132,11 +149,11 @@ class Context:
         )
 
     def delete_item(self, id: str | None = None) -> None:
-        self._effects.append(fx.DeleteItem(id=self._target(id)))
+        self._asks.effects.append(fx.DeleteItem(id=self._target(id)))
 
     def create_alias(self, alias: str, to: str | None = None, fail_if_exists: bool = False) -> None:
         """Make *alias* resolve to *to* (or this item); ignored if taken unless told."""
-        self._effects.append(
+        self._asks.effects.append(
             fx.CreateAlias(
                 alias=check_id(alias, "alias"), to=self._target(to), fail_if_exists=fail_if_exists
             )
@@ -144,11 +161,11 @@ class Context:
 
     def delete_alias(self, alias: str) -> None:
         """Remove an alias (an item's own id cannot be removed this way)."""
-        self._effects.append(fx.DeleteAlias(alias=check_id(alias, "alias")))
+        self._asks.effects.append(fx.DeleteAlias(alias=check_id(alias, "alias")))
 
     def update_data(self, fn: fx.Updater, id: str | None = None) -> None:
         """``fn(old_data) -> new_data``, run at commit against the data as it is then."""
-        self._effects.append(fx.UpdateData(id=self._target(id), fn=_callable(fn)))
+        self._asks.effects.append(fx.UpdateData(id=self._target(id), fn=_callable(fn)))
 
     def update_metadata(
         self,
@@ -158,13 +175,13 @@ class Context:
     ) -> None:
         """``fn(old_metadata) -> new``; *fn* gets ``{}`` when there is none. Another task's
         TTL is not reset by this."""
-        self._effects.append(
+        self._asks.effects.append(
             fx.UpdateMetadata(id=self._target(id), task=task or self.task, fn=_callable(fn))
         )
 
     def expire(self, id: str | None = None, task: str | None = None) -> None:
         """Mark a result stale so the job is due again now."""
-        self._effects.append(fx.Expire(id=self._target(id), task=task or self.task))
+        self._asks.effects.append(fx.Expire(id=self._target(id), task=task or self.task))
 
     def set_ttl(
         self,
@@ -173,32 +190,28 @@ class Context:
         task: str | None = None,
     ) -> None:
         """Override the TTL for one item's result, counted from that result's time."""
-        self._effects.append(
+        self._asks.effects.append(
             fx.SetTTL(id=self._target(id), task=task or self.task, ttl=optional_seconds(ttl))
         )
 
     def add_tags(self, *tags: TagArg, id: str | None = None) -> None:
-        self._effects.append(fx.AddTags(id=self._target(id), tags=_tags(tags)))
+        self._asks.effects.append(fx.AddTags(id=self._target(id), tags=_tags(tags)))
 
     def remove_tags(self, *names: str, id: str | None = None) -> None:
-        self._effects.append(
+        self._asks.effects.append(
             fx.RemoveTags(id=self._target(id), names=tuple(check_tag(n) for n in names))
         )
 
     def log(self, category: str, message: str) -> None:
         """A line in the journal, committed with the attempt."""
-        self._effects.append(
+        self._asks.effects.append(
             fx.Log(id=self.id, task=self.task, category=str(category), message=str(message))
         )
 
     def eventful(self, changed: bool = True) -> None:
         """Say whether this run found a change (default: the returned metadata differs from
         the stored result). Adaptive revisits and dependents that re-run on change use it."""
-        self._eventful = bool(changed)
-
-    @property
-    def eventful_override(self) -> bool | None:
-        return self._eventful
+        self._asks.eventful = bool(changed)
 
     def upsert_item(
         self,
@@ -210,7 +223,7 @@ class Context:
         """A lister's write: create the item, or merge *data* into it and add *tags*; either
         way it counts as listed now (``first_seen``/``last_seen``) with the source's
         ``last_update`` (seconds since the epoch), and jobs disabled as not found run again."""
-        self._effects.append(
+        self._asks.effects.append(
             fx.UpsertItem(
                 id=check_id(id),
                 tags=_tags(tags),
@@ -220,41 +233,25 @@ class Context:
             )
         )
 
-    def custom(self, effect: fx.CustomEffect) -> None:
+    def custom(self, effect: fx.CustomEffect[Store]) -> None:
         """Buffer an effect of your own: ``effect.apply(store, now, task)`` runs inside the
         commit transaction, in order with the others (the crawl layer records links so)."""
-        self._effects.append(fx.Custom(effect=effect))
+        self._asks.effects.append(fx.Custom(effect=effect))
 
     def defer(self, until: float) -> None:
         """End this attempt without a result: the job is due again at *until* (seconds since
         the epoch). Nothing else about the job changes: no failure, no retry used. Effects
         buffered so far are still applied."""
-        self._defer_until = float(until)
+        self._asks.defer_until = float(until)
 
     def skip(self) -> None:
         """End this attempt as ``skipped``: not run, due never, until something external
         makes the job due again. Effects buffered so far are still applied."""
-        self._skip = True
-
-    @property
-    def deferred_until(self) -> float | None:
-        return self._defer_until
-
-    @property
-    def skipped(self) -> bool:
-        return self._skip
+        self._asks.skip = True
 
     def allow_failure(self, allowed: bool = True) -> None:
         """Keep what this attempt asked for even if it then fails."""
-        self._allow_failure = allowed
-
-    @property
-    def effects(self) -> tuple[fx.Effect, ...]:
-        return tuple(self._effects)
-
-    @property
-    def failure_allowed(self) -> bool:
-        return self._allow_failure
+        self._asks.allow_failure = bool(allowed)
 
     def _target(self, id: str | None) -> str:
         return self.id if id is None else check_id(id)

@@ -10,9 +10,9 @@ from typing import Any
 from trawl.model import effects as fx
 from trawl.model.records import ClaimedJob
 from trawl.runtime.app import App, TaskDef
-from trawl.runtime.context import Context
+from trawl.runtime.context import Context, asks
 from trawl.runtime.store_thread import StoreThread
-from trawl.store import codec, migrate
+from trawl.store import codec
 from trawl.store.store import Store
 
 
@@ -33,7 +33,7 @@ async def dry_run(app: App, url: str, tasks: list[str] | None, limit: int) -> li
     store = Store(url)
     db = StoreThread(store)
     try:
-        await db.call(migrate.ensure, store.db, auto=False)
+        await db.call(lambda: store.ensure_schema(auto=False))
         defs = {d.name: d for d in app.select(tasks)}
         jobs = await db.call(store.peek_due, {n: d.tags for n, d in defs.items()}, limit)
         return [await _run(defs[job.task], job, db) for job in jobs]
@@ -61,9 +61,9 @@ async def _run(d: TaskDef, job: ClaimedJob, db: StoreThread) -> DryRunJob:
         report.result = value
     except Exception as error:
         report.outcome, report.error = "failed", f"{type(error).__name__}: {error}"
-        if not ctx.failure_allowed:
+        if not asks(ctx).allow_failure:
             return report  # a failed attempt commits nothing of what it asked for
-    report.effects = [await _describe(e, db) for e in ctx.effects]
+    report.effects = [await _describe(e, db) for e in asks(ctx).effects]
     return report
 
 

@@ -9,29 +9,88 @@ docs/plugins.md documents each hook; a test fails if one is missing there.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import pluggy
 
-from trawl.model.records import AttemptResult, ClaimedJob
+from trawl.model.records import AttemptResult, ClaimedJob, TaskCounts
 
 if TYPE_CHECKING:
-    from trawl.runtime.actor.spec import ActorInfo, QueueInfo
-    from trawl.runtime.orchestrator import Orchestrator
+    from trawl.runtime.actor.spec import ActorInfo, ActorType, QueueInfo
+    from trawl.runtime.app import App
 
 hookspec = pluggy.HookspecMarker("trawl")
+
+
+# -- what the orchestrator hooks hand a plugin (read-only; exported as trawl.OrchestratorView)
+
+
+class RunningActor(Protocol):
+    """An actor process the orchestrator started and has not yet reaped."""
+
+    @property
+    def info(self) -> ActorInfo: ...
+    @property
+    def started(self) -> float:
+        """When it started (``time.monotonic()`` of the orchestrator)."""
+        ...
+
+    @property
+    def last_beat(self) -> float | None:
+        """When its event loop last said it was alive (monotonic), if it has yet."""
+        ...
+
+
+class Counters(Protocol):
+    def snapshot(self) -> dict[str, int]: ...
+
+
+class OrchestratorView(Protocol):
+    """What an orchestrator hook's ``orchestrator`` lets a plugin read."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def app(self) -> App: ...
+    @property
+    def actor_types(self) -> Mapping[str, ActorType]: ...
+    @property
+    def max_actors(self) -> int: ...
+    @property
+    def queues(self) -> Mapping[str, QueueInfo]:
+        """The last tick's queues, by actor type."""
+        ...
+
+    @property
+    def actors(self) -> Mapping[int, RunningActor]:
+        """The actors alive, by pid."""
+        ...
+
+    @property
+    def orphans(self) -> Mapping[str, int]:
+        """Due jobs of tasks this orchestrator runs no actor type for, by task."""
+        ...
+
+    @property
+    def metrics(self) -> Counters: ...
+    def status(self, max_age: float = 2.0) -> list[TaskCounts]:
+        """`trawl status` counts, at most *max_age* seconds old."""
+        ...
+
 
 # -- the orchestrator (in the `trawl run` process) ------------------------------------------
 
 
 @hookspec
-def trawl_orchestrator_startup(orchestrator: Orchestrator) -> None:
+def trawl_orchestrator_startup(orchestrator: OrchestratorView) -> None:
     """The orchestrator holds the collection's lock and registered the app; no actor runs yet."""
 
 
 @hookspec
 def trawl_orchestrator_tick(
-    orchestrator: Orchestrator,
+    orchestrator: OrchestratorView,
     queues: Mapping[str, QueueInfo],
     actors: Sequence[ActorInfo],
 ) -> None:
@@ -39,23 +98,23 @@ def trawl_orchestrator_tick(
 
 
 @hookspec
-def trawl_orchestrator_idle(orchestrator: Orchestrator) -> None:
+def trawl_orchestrator_idle(orchestrator: OrchestratorView) -> None:
     """Each loop iteration on which no actor type has due work."""
 
 
 @hookspec
-def trawl_orchestrator_shutdown(orchestrator: Orchestrator) -> None:
+def trawl_orchestrator_shutdown(orchestrator: OrchestratorView) -> None:
     """Every actor has exited (or was killed, its leases released); the lock is still held."""
 
 
 @hookspec
-def trawl_actor_spawned(orchestrator: Orchestrator, actor: ActorInfo) -> None:
+def trawl_actor_spawned(orchestrator: OrchestratorView, actor: ActorInfo) -> None:
     """The orchestrator started an actor process (called in the orchestrator)."""
 
 
 @hookspec
 def trawl_actor_exited(
-    orchestrator: Orchestrator, actor: ActorInfo, returncode: int, reason: str
+    orchestrator: OrchestratorView, actor: ActorInfo, returncode: int, reason: str
 ) -> None:
     """An actor process ended and was reaped; *reason* is idle, replaced, crashed or killed."""
 
@@ -124,6 +183,11 @@ def trawl_job_skipped(actor: ActorInfo, job: AttemptResult) -> None:
 @hookspec
 def trawl_job_stale(actor: ActorInfo, job: AttemptResult) -> None:
     """The attempt's commit was rejected: its lease was lost and the job claimed again."""
+
+
+@hookspec
+def trawl_job_lease_lost(actor: ActorInfo, job: ClaimedJob) -> None:
+    """A renewal found *job*'s lease gone while the attempt ran; its commit will be stale."""
 
 
 @hookspec

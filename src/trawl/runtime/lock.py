@@ -18,10 +18,9 @@ import stat
 import tempfile
 from pathlib import Path
 
-import sqlalchemy as sa
-
 from trawl.model.errors import TrawlError
 from trawl.store import url as urls
+from trawl.store.url import collection_id
 
 
 class OrchestratorRunning(TrawlError):
@@ -57,23 +56,6 @@ def _check_private(path: Path) -> None:
             f"runtime directory {path} has mode {stat.S_IMODE(found.st_mode):04o}; it must "
             f"be 0700 (chmod 700 {path})"
         )
-
-
-def collection_id(url: str) -> str:
-    """The same string for every spelling of one database's URL on this machine."""
-    parsed, dialect = urls.parse(url)
-    if dialect == "sqlite":
-        database = parsed.database or ""
-        where = str(Path(database).resolve()) if database not in ("", ":memory:") else database
-        return f"sqlite:{where}"
-    plain = sa.URL.create(
-        "postgresql",
-        username=parsed.username,
-        host=parsed.host or "localhost",
-        port=parsed.port or 5432,
-        database=parsed.database,
-    )
-    return plain.render_as_string(hide_password=True)
 
 
 def lock_path(url: str) -> Path:

@@ -23,6 +23,7 @@ from typing import Any
 from trawl.engine.keyed import KEY_WINDOW
 from trawl.model.errors import DatabaseUnavailable, InvalidInput
 from trawl.model.records import TaskCounts
+from trawl.runtime import hookspecs
 from trawl.runtime.actor.handle import (
     EXIT_REPLACE,
     EXIT_START_FAILED,
@@ -38,7 +39,6 @@ from trawl.runtime.lock import OrchestratorLock
 from trawl.runtime.metrics import Metrics
 from trawl.runtime.plugins import Plugins, for_app
 from trawl.runtime.settle import Death, held_jobs, settle
-from trawl.store import gates, migrate, queues
 from trawl.store.notify import Listener
 from trawl.store.store import Store
 from trawl.store.url import display
@@ -123,12 +123,12 @@ class Orchestrator:
                 display(self.url),
                 self.max_actors,
             )
-            self.plugins.call("trawl_orchestrator_startup", orchestrator=self)
+            self.plugins.fire(hookspecs.trawl_orchestrator_startup, orchestrator=self)
             try:
                 self._loop(store)
             finally:
                 self._stop_actors(store)
-                self.plugins.call("trawl_orchestrator_shutdown", orchestrator=self)
+                self.plugins.fire(hookspecs.trawl_orchestrator_shutdown, orchestrator=self)
                 listener.stop()
                 _restore_signals(previous)
         log.info("orchestrator %d stopped: %s", self.pid, self.metrics.line())
@@ -142,7 +142,7 @@ class Orchestrator:
         self._wake.set()
 
     def _prepare(self, store: Store) -> None:
-        migrate.ensure(store.db, auto=store.is_sqlite)
+        store.ensure_schema(auto=store.is_sqlite)
         defs = list(self.app.tasks.values())
         for task, count in store.register_tasks(d.info() for d in defs).items():
             log.info("task %s has a new version: %d results are due again", task, count)
@@ -187,33 +187,33 @@ class Orchestrator:
             self._stopped.wait(min(self.poll * 2, 5.0))
             return True
         actors = [a.info for a in self.actors.values()]
-        self.plugins.call(
-            "trawl_orchestrator_tick", orchestrator=self, queues=self.queues, actors=actors
+        self.plugins.fire(
+            hookspecs.trawl_orchestrator_tick, orchestrator=self, queues=self.queues, actors=actors
         )
         busy = any(q.depth for q in self.queues.values())
         if not busy:
-            self.plugins.call("trawl_orchestrator_idle", orchestrator=self)
+            self.plugins.fire(hookspecs.trawl_orchestrator_idle, orchestrator=self)
         elif not self._stopping:
             self._spawn()
         return busy
 
     def _read_queues(self, store: Store, now: float) -> dict[str, QueueInfo]:
         names = list(self.actor_types)
-        paused = gates.paused(store.db, names) if names else set()
+        paused = store.gates.paused(names) if names else set()
         serving = [n for n in names if n not in paused]
-        depths = queues.due_counts(store.db, serving, now, DEPTH_CAP)
+        depths = store.queues.due_counts(serving, now, DEPTH_CAP)
         found = {name: _queue(0, {}) for name in paused}
         for name, depth in depths.items():
             keys: dict[str | None, int] = {None: depth}
             actor_type = self.actor_types[name]
             if depth and actor_type.spec.key is not None:
-                sample = queues.due_sample(store.db, name, now, KEY_WINDOW)
+                sample = store.queues.due_sample(name, now, KEY_WINDOW)
                 keys = dict(Counter(actor_key(actor_type.spec.key, i, d) for i, d in sample))
             found[name] = _queue(depth, keys)
         return found
 
     def _warn_orphans(self, store: Store, now: float) -> None:
-        self.orphans = queues.orphans(store.db, self.actor_types, now, DEPTH_CAP)
+        self.orphans = store.queues.orphans(self.actor_types, now, DEPTH_CAP)
         for task, count in self.orphans.items():
             if task not in self._warned:
                 self._warned.add(task)
@@ -252,7 +252,7 @@ class Orchestrator:
             return
         self.actors[child.info.pid] = child
         log.info("started actor %s", child.label)
-        self.plugins.call("trawl_actor_spawned", orchestrator=self, actor=child.info)
+        self.plugins.fire(hookspecs.trawl_actor_spawned, orchestrator=self, actor=child.info)
 
     def _cooling(self, name: str, key: str | None) -> bool:
         until, _ = self._cooldown.get((name, key), (0.0, 0.0))
@@ -305,8 +305,12 @@ class Orchestrator:
         elif reason == "idle":
             log.debug("actor %s exited: its queue is empty", child.label)
             self._cool(info.type, info.key, crashed=False)
-        self.plugins.call(
-            "trawl_actor_exited", orchestrator=self, actor=info, returncode=code, reason=reason
+        self.plugins.fire(
+            hookspecs.trawl_actor_exited,
+            orchestrator=self,
+            actor=info,
+            returncode=code,
+            reason=reason,
         )
 
     def _settle_dead(self, store: Store) -> None:

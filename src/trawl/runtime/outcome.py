@@ -9,7 +9,7 @@ from trawl.engine import backoff, revisit
 from trawl.model.records import AttemptResult, ClaimedJob, FailureInfo
 from trawl.model.states import Outcome
 from trawl.runtime.app import TaskDef
-from trawl.runtime.context import Context
+from trawl.runtime.context import Context, asks
 
 
 def result_hash(result: str | None) -> str | None:
@@ -28,8 +28,9 @@ def attempt_result(
     failure: FailureInfo | None = None,
     not_found: bool = False,
 ) -> AttemptResult:
+    asked = asks(ctx)
     digest = result_hash(result)
-    changed = ctx.eventful_override
+    changed = asked.eventful
     if changed is None:
         changed = digest is not None and digest != job.result_hash
     ttl, offset = d.ttl, None
@@ -46,18 +47,41 @@ def attempt_result(
         version=d.version,
         ttl=ttl,
         result=result,
-        effects=ctx.effects if outcome is not Outcome.RELEASED else (),
+        effects=tuple(asked.effects) if outcome is not Outcome.RELEASED else (),
         failure=failure,
         # Only a failure waits to be retried (the commit ignores the delay otherwise).
         retry_delay=retry_delay(d, job, not_found=not_found)
         if outcome is Outcome.FAILURE
         else None,
-        apply_on_failure=ctx.failure_allowed,
+        apply_on_failure=asked.allow_failure,
         result_hash=digest,
         revisit_offset=offset,
         not_found=not_found,
         changed=changed,
-        defer_until=ctx.deferred_until if outcome is Outcome.DEFERRED else None,
+        defer_until=asked.defer_until if outcome is Outcome.DEFERRED else None,
+    )
+
+
+def unfinished_result(
+    d: TaskDef,
+    job: ClaimedJob,
+    failure: FailureInfo | None,
+    *,
+    retry_delay: float | None = None,
+) -> AttemptResult:
+    """What the commit writes for an attempt that never returned (its process died, its
+    lease lapsed): a failure with *failure*, else the job handed back; no result, no
+    effects."""
+    return AttemptResult(
+        job_id=job.job_id,
+        item_id=job.item_id,
+        task=job.task,
+        attempt=job.attempt,
+        outcome=Outcome.RELEASED if failure is None else Outcome.FAILURE,
+        version=d.version,
+        ttl=d.ttl,
+        failure=failure,
+        retry_delay=retry_delay,
     )
 
 
@@ -66,5 +90,5 @@ def retry_delay(d: TaskDef, job: ClaimedJob, *, not_found: bool) -> float | None
     cooldowns = d.schedule.cooldowns
     if not_found:
         return revisit.not_found_delay(cooldowns, job.not_found)
-    delay = backoff.retry_delay(job.fail_count + 1, d.retries, d.backoff)
+    delay = backoff.delay(job.fail_count + 1, d.retries, d.backoff)
     return cooldowns.exhausted if delay is None else delay

@@ -8,9 +8,10 @@ never affected. Firing a hook nobody implements costs one dictionary lookup.
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import ParamSpec
 
 import pluggy
 
@@ -21,6 +22,7 @@ log = logging.getLogger("trawl.plugins")
 
 PROJECT = "trawl"
 hookimpl = pluggy.HookimplMarker(PROJECT)
+P = ParamSpec("P")
 
 
 class Plugins:
@@ -73,20 +75,45 @@ class Plugins:
         """Every hook name, in the order hookspecs.py declares them."""
         return [n for n in vars(hookspecs) if n.startswith("trawl_")]
 
-    def implemented(self, *names: str) -> bool:
-        """Whether any plugin implements one of *names*."""
-        return any(name in self._impls for name in names)
+    @staticmethod
+    def hooks() -> list[Callable[..., None]]:
+        """Every hookspec function, in the order hookspecs.py declares them."""
+        return [getattr(hookspecs, name) for name in Plugins.names()]
 
-    def call(self, name: str, **kwargs: Any) -> None:
-        """Fire hook *name*; each implementation gets the arguments it asks for."""
+    def implemented(self, *hooks: Callable[..., None]) -> bool:
+        """Whether any plugin implements one of *hooks* (functions of hookspecs.py)."""
+        return any(_name(hook) in self._impls for hook in hooks)
+
+    def fire(self, hook: Callable[P, None], /, *args: P.args, **kwargs: P.kwargs) -> None:
+        """Fire *hook*, named by its hookspec function so that a misspelt hook or a wrong
+        argument is a type error; each implementation gets the arguments it asks for."""
+        name = _name(hook)
         impls = self._impls.get(name)
         if impls is None:
             return
+        values = _signature(hook).bind(*args, **kwargs).arguments
         for impl in impls:
             try:
-                impl.function(*[kwargs[arg] for arg in impl.argnames])
+                impl.function(*[values[arg] for arg in impl.argnames])
             except Exception:
                 log.exception("plugin %s failed in %s; carrying on", impl.plugin_name, name)
+
+
+_SIGNATURES: dict[str, inspect.Signature] = {}
+
+
+def _name(hook: Callable[..., None]) -> str:
+    name = hook.__name__
+    if getattr(hookspecs, name, None) is not hook:
+        raise TypeError(f"{name!r} is not a hookspec of trawl.runtime.hookspecs")
+    return name
+
+
+def _signature(hook: Callable[..., None]) -> inspect.Signature:
+    found = _SIGNATURES.get(hook.__name__)
+    if found is None:
+        found = _SIGNATURES[hook.__name__] = inspect.signature(hook)
+    return found
 
 
 def _wrapper(impl: pluggy.HookImpl) -> bool:

@@ -14,10 +14,8 @@ from enum import StrEnum
 
 from trawl.engine.commit import commit
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, FailureInfo
-from trawl.model.states import Outcome
 from trawl.runtime.app import TaskDef
-from trawl.runtime.outcome import retry_delay
-from trawl.store import queues
+from trawl.runtime.outcome import retry_delay, unfinished_result
 from trawl.store.store import Store
 
 
@@ -56,21 +54,14 @@ def _lost(task: TaskDef, job: ClaimedJob, owner: str | None) -> AttemptResult:
         f"attempt {job.attempt} of worker {owner or '?'} ended without a commit: its lease"
         " lapsed (the process was killed, crashed or stalled)"
     )
-    return AttemptResult(
-        job_id=job.job_id,
-        item_id=job.item_id,
-        task=job.task,
-        attempt=job.attempt,
-        outcome=Outcome.FAILURE,
-        version=task.version,
-        ttl=task.ttl,
-        failure=FailureInfo(error_type=LOST, message=why),
-        retry_delay=retry_delay(task, job, not_found=False),
+    failure = FailureInfo(error_type=LOST, message=why)
+    return unfinished_result(
+        task, job, failure, retry_delay=retry_delay(task, job, not_found=False)
     )
 
 
 def held_jobs(store: Store, task: str, owner: str) -> list[ClaimedJob]:
-    return queues.held(store.db, task, owner)
+    return store.queues.held(task, owner)
 
 
 def settle(
@@ -84,23 +75,11 @@ def settle(
 
 
 def _result(task: TaskDef, job: ClaimedJob, death: Death, why: str) -> AttemptResult:
-    outcome = Outcome.RELEASED if death in (Death.CLEAN, Death.STOPPED) else Outcome.FAILURE
-    failure = None
-    delay = None
-    if outcome is Outcome.FAILURE:
-        error = "TaskTimeout" if death is Death.STALLED else ActorDied.__name__
-        failure = FailureInfo(error_type=error, message=why)
-        delay = retry_delay(task, job, not_found=False)
-        if death is Death.CRASHED and job.fail_count < task.retries:
-            delay = 0.0  # not the job's doing, most likely: run it again at once
-    return AttemptResult(
-        job_id=job.job_id,
-        item_id=job.item_id,
-        task=job.task,
-        attempt=job.attempt,
-        outcome=outcome,
-        version=task.version,
-        ttl=task.ttl,
-        failure=failure,
-        retry_delay=delay,
-    )
+    if death in (Death.CLEAN, Death.STOPPED):
+        return unfinished_result(task, job, None)
+    error = "TaskTimeout" if death is Death.STALLED else ActorDied.__name__
+    delay = retry_delay(task, job, not_found=False)
+    if death is Death.CRASHED and job.fail_count < task.retries:
+        delay = 0.0  # not the job's doing, most likely: run it again at once
+    failure = FailureInfo(error_type=error, message=why)
+    return unfinished_result(task, job, failure, retry_delay=delay)

@@ -10,28 +10,25 @@ import os
 import secrets
 import signal
 import socket
-import threading
 import time
-import traceback
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from trawl.engine import claim as claims
+from trawl.engine import claim as engine_claim
 from trawl.engine.commit import commit, commit_resilient
-from trawl.model.errors import DatabaseUnavailable, DataRejected, InvalidData, NotFound
-from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, FailureInfo
+from trawl.model.errors import DatabaseUnavailable, DataRejected
+from trawl.model.records import AttemptResult, ClaimedJob, CommitReport
 from trawl.model.states import Outcome
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.app import App, TaskDef
+from trawl.runtime.attempt import released, run_attempt
 from trawl.runtime.clock import CHECK_EVERY, WorkerClock
 from trawl.runtime.context import Context
-from trawl.runtime.outcome import attempt_result
 from trawl.runtime.plugins import for_app
 from trawl.runtime.settle import sweep_lapsed
 from trawl.runtime.stats import WorkerStats
 from trawl.runtime.store_thread import StoreThread
-from trawl.store import codec, migrate
 from trawl.store.notify import Listener
 from trawl.store.store import Store
 
@@ -58,7 +55,7 @@ class Worker:
         owner: str | None = None,
         on_progress: Callable[[WorkerStats], None] | None = None,
         hooks: ActorHooks | None = None,
-        claim: Callable[[Store, int], claims.ClaimBatch] | None = None,
+        claim: Callable[[Store, int], engine_claim.ClaimBatch] | None = None,
         linger: float = 0.0,
         connections: int = 1,
         clock: WorkerClock | None = None,
@@ -85,7 +82,7 @@ class Worker:
         self._on_progress = on_progress
         self._leases = {name: d.timeout for name, d in self.defs.items()}
         self._gates = [
-            claims.TaskGate(
+            engine_claim.TaskGate(
                 name=d.name,
                 timeout=d.timeout,
                 limits=tuple(app.limits_for(d)),
@@ -101,7 +98,6 @@ class Worker:
         self._committing: list[AttemptResult] = []
         self._commits = 0
         self._stopping = False
-        self._cancelling = False
         self._signals = 0
         self.hooks = hooks or ActorHooks(
             for_app(app),
@@ -116,6 +112,13 @@ class Worker:
         self._calls = 0  # lane calls (commit and/or claim) in flight
         self._next_sweep = 0.0
         self.clock = clock or WorkerClock()
+        self._wake = asyncio.Event()  # something to claim, commit or stop for
+        self._commit_wanted = asyncio.Event()
+        # The worker's database thread (claims, commits, Context reads); connects on first
+        # use. Leases are renewed on a connection of their own: a long commit or claim on
+        # the worker's connection must not make them lapse.
+        self.store_thread = StoreThread(Store(self.url, clock=self.clock.now))
+        self._renewer = StoreThread(Store(self.url, clock=self.clock.now), name="trawl-db-leases")
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -126,28 +129,22 @@ class Worker:
 
     async def run(self) -> int:
         """Run until stopped; returns the process exit code."""
-        self._wake = asyncio.Event()
-        self._commit_wanted = asyncio.Event()
-        store = Store(self.url, clock=self.clock.now)
-        self.db = StoreThread(store)
-        # Leases are renewed on a connection of their own: a long commit or claim on the
-        # worker's connection must not make them lapse.
-        self._renewer = StoreThread(Store(self.url, clock=self.clock.now), name="trawl-db-leases")
+        store = self.store_thread.store
         loop = asyncio.get_running_loop()
         try:
-            await self.db.call(self._prepare, store)
-            self.hooks.tap(store.db)
+            await self.store_thread.call(self._prepare, store)
+            self.hooks.tap(store)
             self.hooks.startup()
             listener = Listener(self.url, lambda: self._wake_from_thread(loop))
             listener.start()
             self._install_signals(loop)
-            lanes = [self.db] + [
+            lanes = [self.store_thread] + [
                 StoreThread(Store(self.url, clock=self.clock.now), name=f"trawl-db-lane{n}")
                 for n in range(1, self.connections)
             ]
             try:
                 for lane in lanes[1:]:
-                    self.hooks.tap(lane.store.db)
+                    self.hooks.tap(lane.store)
                 await self._serve(lanes)
             finally:
                 listener.stop()
@@ -157,13 +154,13 @@ class Worker:
                     await asyncio.to_thread(lane.close)
         finally:
             await asyncio.to_thread(self._renewer.close)
-            await asyncio.to_thread(self.db.close)
+            await asyncio.to_thread(self.store_thread.close)
         log.info("worker %s stopped: %s", self.owner, self.stats.line())
         return 0
 
     def _prepare(self, store: Store) -> None:
         self.clock.check(store)
-        migrate.ensure(store.db, auto=store.is_sqlite)
+        store.ensure_schema(auto=store.is_sqlite)
         requeued = store.register_tasks(d.info() for d in self.defs.values())
         store.register_limits(
             sorted({lim for g in self._gates for lim in g.limits}, key=lambda lim: lim.name)
@@ -172,7 +169,7 @@ class Worker:
             log.info("task %s has a new version: %d results are due again", task, count)
 
     async def _serve(self, lanes: list[StoreThread]) -> None:
-        store = self.db.store
+        store = self.store_thread.store
         helpers = [
             asyncio.create_task(self._heartbeat_loop()),
             asyncio.create_task(self._watchdog_loop()),
@@ -217,20 +214,20 @@ class Worker:
 
     # -- claiming -------------------------------------------------------------------------
 
-    def _claim_gated(self, store: Store, limit: int) -> claims.ClaimBatch:
-        return claims.claim(store, self._gates, limit, self.owner)
+    def _claim_gated(self, store: Store, limit: int) -> engine_claim.ClaimBatch:
+        return engine_claim.claim(store, self._gates, limit, self.owner)
 
     def _commit_and_claim(
         self, store: Store, results: list[AttemptResult], limit: int
-    ) -> tuple[CommitReport, claims.ClaimBatch]:
+    ) -> tuple[CommitReport, engine_claim.ClaimBatch]:
         """On the database thread: commit what finished and lease the next batch in one
         transaction, so a busy worker pays one COMMIT (one WAL flush) per batch, not two."""
         if not results:
             return CommitReport(), self._claim(store, limit)
         if limit <= 0:
-            return commit_resilient(store, results), claims.ClaimBatch(jobs=[])
+            return commit_resilient(store, results), engine_claim.ClaimBatch(jobs=[])
         try:
-            with store.db.unit():
+            with store.unit():
                 report = commit(store, results)
                 batch = self._claim(store, limit)
         except DataRejected:  # one attempt holds a value the database refuses: find it
@@ -320,22 +317,21 @@ class Worker:
     # -- running --------------------------------------------------------------------------
 
     async def _run_job(self, d: TaskDef, job: ClaimedJob) -> None:
-        loop = asyncio.get_running_loop()
         ctx = Context(
             id=job.item_id,
             data=job.data,
             tags=job.tags,
             attempt=job.attempt,
             task=job.task,
-            reader=self.db,
-            loop=loop,
+            reader=self.store_thread,
+            loop=asyncio.get_running_loop(),
         )
         if self.hooks.ticks:
             self.hooks.tick_start(job)
         try:
-            result = await self._attempt(d, job, ctx, loop)
+            result = await run_attempt(d, job, ctx, self.hooks, self._deadlines)
         except asyncio.CancelledError:
-            result = self._result(d, job, ctx, Outcome.RELEASED)
+            result = released(d, job, ctx)
         finally:
             self._running.pop(job.job_id, None)
             self._deadlines.pop(job.job_id, None)
@@ -345,62 +341,6 @@ class Worker:
         self._pending.append(result)
         self._commit_wanted.set()
         self._wake.set()
-
-    async def _attempt(
-        self, d: TaskDef, job: ClaimedJob, ctx: Context, loop: asyncio.AbstractEventLoop
-    ) -> AttemptResult:
-        started = time.monotonic()
-        try:
-            if d.is_async:
-                # The watchdog cancels it past its deadline: one timer for every attempt
-                # instead of a timer handle made and cancelled per job.
-                self._deadlines[job.job_id] = started + d.timeout
-                value = await d.fn(ctx)
-            else:
-                # A thread cannot be cancelled: wait_for abandons its future and leaves this
-                # task uncancelled.
-                value = await asyncio.wait_for(_in_daemon_thread(loop, d.fn, ctx), d.timeout)
-            encoded = None if value is None else _encode_result(d.name, value)
-        except asyncio.CancelledError:
-            if self._cancelling:
-                raise
-            return self._failed(d, job, ctx, _timeout(d, started), "")
-        except TimeoutError as error:
-            if time.monotonic() - started >= d.timeout:
-                return self._failed(d, job, ctx, _timeout(d, started), "")
-            return self._failed(d, job, ctx, error, _trace(error))
-        except Exception as error:
-            return self._failed(d, job, ctx, error, _trace(error))
-        return self._result(d, job, ctx, _ended(ctx), result=encoded)
-
-    def _failed(
-        self, d: TaskDef, job: ClaimedJob, ctx: Context, error: BaseException, trace: str
-    ) -> AttemptResult:
-        if self.hooks.ticks:
-            self.hooks.tick_exception(job, error)
-        failure = FailureInfo(
-            error_type=type(error).__name__,
-            message=str(error) or type(error).__name__,
-            traceback=trace,
-        )
-        return self._result(
-            d, job, ctx, Outcome.FAILURE, failure=failure, not_found=isinstance(error, NotFound)
-        )
-
-    def _result(
-        self,
-        d: TaskDef,
-        job: ClaimedJob,
-        ctx: Context,
-        outcome: Outcome,
-        *,
-        result: str | None = None,
-        failure: FailureInfo | None = None,
-        not_found: bool = False,
-    ) -> AttemptResult:
-        return attempt_result(
-            d, job, ctx, outcome, result=result, failure=failure, not_found=not_found
-        )
 
     # -- committing -----------------------------------------------------------------------
 
@@ -413,7 +353,9 @@ class Worker:
     async def _flush(self, store: Store) -> None:
         while self._pending:
             results = self._take_pending()
-            report = await self._retrying("commit", self.db, commit_resilient, store, results)
+            report = await self._retrying(
+                "commit", self.store_thread, commit_resilient, store, results
+            )
             self._committed(results, report)
 
     def _take_pending(self) -> list[AttemptResult]:
@@ -479,8 +421,10 @@ class Worker:
             for job_id, attempt, _ in held:
                 # A finished attempt may have committed while the renewal waited its turn;
                 # its commit says itself whether the lease was lost.
-                if job_id not in kept and job_id in self._running:
+                running = self._running.get(job_id)
+                if job_id not in kept and running is not None:
                     log.warning("lease lost on job %d attempt %d", job_id, attempt)
+                    self.hooks.lease_lost(running[0])
 
     async def _watchdog_loop(self) -> None:
         """Cancel async attempts that ran past their task's timeout; ``_attempt`` records
@@ -512,7 +456,6 @@ class Worker:
             await asyncio.wait(tasks, timeout=self.grace)
         elif tasks:
             await asyncio.wait(tasks)
-        self._cancelling = True
         leftover = [task for _, task in self._running.values()]
         for task in leftover:
             task.cancel()  # their leases are released: due again at once
@@ -535,7 +478,7 @@ class Worker:
     async def _clock_loop(self, store: Store) -> None:
         while True:
             await asyncio.sleep(CHECK_EVERY)
-            await self._retrying("clock check", self.db, self.clock.recheck, store)
+            await self._retrying("clock check", self.store_thread, self.clock.recheck, store)
 
     async def _retrying(self, what: str, db: StoreThread, fn: Callable[..., T], *args: Any) -> T:
         """Run a store call on *db*'s thread, waiting out database outages with growing
@@ -550,77 +493,9 @@ class Worker:
                 delay = min(RETRY_MAX, delay * 2)
 
 
-def _in_daemon_thread(
-    loop: asyncio.AbstractEventLoop, fn: Callable[[Context], Any], ctx: Context
-) -> asyncio.Future[Any]:
-    """Run a plain ``def`` task on a thread of its own.
-
-    Not a ThreadPoolExecutor: its threads are joined at interpreter exit, so a task stuck
-    past its timeout or the grace period would keep the worker from exiting, and would hold
-    a pool slot that later tasks queue behind. A daemon thread is simply abandoned.
-    """
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(value: Any, error: BaseException | None) -> None:
-        if future.done():
-            return  # timed out or cancelled meanwhile: the result is not wanted
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
-
-    def run() -> None:
-        try:
-            value, error = fn(ctx), None
-        except BaseException as failure:
-            value, error = None, failure
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
-            loop.call_soon_threadsafe(settle, value, error)
-
-    threading.Thread(target=run, name=f"trawl-task-{ctx.task}", daemon=True).start()
-    return future
-
-
-def _ended(ctx: Context) -> Outcome:
-    """How a task that returned ended: deferred or skipped if it said so, else a success."""
-    if ctx.skipped:
-        return Outcome.SKIPPED
-    return Outcome.SUCCESS if ctx.deferred_until is None else Outcome.DEFERRED
-
-
 def _until(wake_at: float | None, now: float, idle: float) -> float:
     """How long to wait after an empty claim: until a deferred job is due, if sooner."""
     return idle if wake_at is None else max(0.0, min(idle, wake_at - now))
-
-
-def _encode_result(task: str, value: Any) -> str:
-    if not isinstance(value, dict):
-        raise InvalidData(
-            f"task {task!r} returned {type(value).__name__}: a result must be a JSON object "
-            "(a dict) or None"
-        )
-    try:
-        return codec.dumps(value)
-    except InvalidData as error:
-        reason = str(error).removeprefix("value is not JSON-serialisable: ")
-        raise InvalidData(
-            f"task {task!r} returned a result that is not JSON-serialisable: {reason}"
-        ) from None
-
-
-class TaskTimeout(Exception):
-    """An attempt ran past its task's timeout."""
-
-
-def _timeout(d: TaskDef, started: float) -> TaskTimeout:
-    return TaskTimeout(
-        f"task {d.name!r} exceeded its timeout of {d.timeout:g}s "
-        f"(ran {time.monotonic() - started:.1f}s)"
-    )
-
-
-def _trace(error: BaseException) -> str:
-    return "".join(traceback.format_exception(error))
 
 
 def run_worker(worker: Worker) -> int:

@@ -29,7 +29,8 @@ def failure_filter(
     task: str | None, item_id: str | None, ids: list[int] | None
 ) -> tuple[str, dict[str, Any]]:
     """A WHERE clause over failures; with no filter at all, every failure matches."""
-    where, params = ["1 = 1"], {}
+    where: list[str] = ["1 = 1"]
+    params: dict[str, Any] = {}
     if task is not None:
         where.append("task = :task")
         params["task"] = task

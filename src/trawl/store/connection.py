@@ -29,6 +29,7 @@ JOURNAL_LOCK = 0x7472_6177_6C00  # "trawl\0": the advisory lock that orders jour
 _JOURNAL_COLUMNS = ("at", "kind", "item_id", "task", "detail")
 # All of a transaction's journal rows in one statement (seqs follow the list's order).
 JOURNAL_LOCK_SQL = f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})"
+JOURNAL_NOTIFY_SQL = "SELECT pg_notify('trawl_journal', '')"
 # Bounded waits on PostgreSQL: a lock waited for past lock_timeout is a TransientConflict
 # (retried), and a session that sits in a transaction doing nothing (a stopped or stuck
 # process) is ended by the server, so its locks cannot block every other writer.
@@ -191,6 +192,8 @@ class Database:
         batch = codec.dumps([[row[c] for c in _JOURNAL_COLUMNS] for row in rows])
         insert = JOURNAL_INSERT_SQLITE if self.is_sqlite else JOURNAL_INSERT_POSTGRES
         self.send(insert, {"batch": batch})
+        if not self.is_sqlite:  # followers of the journal (the API's stream) wake at COMMIT
+            self.send(JOURNAL_NOTIFY_SQL)
         return rows
 
     def _abort(self, conn: sa.Connection) -> None:

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trawl.store import codec
+from trawl.model.records import NewItem
+from trawl.store import bulk, codec
 from trawl.store.connection import Database
 from trawl.store.sql import q
 
@@ -345,6 +346,11 @@ class CrawlTables:
     def add_attempt(self, row: dict[str, Any]) -> None:
         self.db.execute(_INSERT_ATTEMPT, row)
 
+    def add_page_items(self, items: Sequence[NewItem], now: float, creator: str | None) -> None:
+        """Create the items of new pages (their jobs and journal rows with them); ids
+        already in use are left as they are."""
+        bulk.add_items(self.db, items, now, creator)
+
     def add_payload(self, crawl_id: int, digest: str, url: str, date: str) -> None:
         params = {"crawl": crawl_id, "digest": digest, "url": url, "date": date}
         self.db.execute(_INSERT_PAYLOAD, params)
@@ -380,6 +386,7 @@ class CrawlTables:
         self.db.execute(_HOST_NEXT, {"host": host, "next_at": next_at})
 
     def block(self, host: str, until: float) -> None:
+        self.db.execute(_HOST_INIT, {"host": host})  # a host not yet seen can be blocked too
         self.db.execute(_HOST_BLOCK, {"host": host, "until": until})
 
     def held(self, keys: Sequence[str], now: float) -> dict[str, int]:

@@ -1,13 +1,13 @@
 """Hot-path statements at the driver: compiled once, and on PostgreSQL pipelined.
 
-A worker's batch (commit what finished, claim the next) is about eight statements. Through
-SQLAlchemy each one paid its parameter and result processing again, and on PostgreSQL each
-one was a network round trip of its own. Here a statement is compiled to the driver's SQL
+A worker's batch (commit what finished, claim the next) is several statements. Through
+SQLAlchemy each would pay its parameter and result processing again, and on PostgreSQL each
+would be a network round trip of its own. Here a statement is compiled to the driver's SQL
 once, run on the DB-API connection, and on PostgreSQL a statement whose result nobody reads
 (:meth:`HotPath.send`) waits in a queue: the next statement that needs a result, or the
-COMMIT, goes out in one psycopg pipeline with everything queued before it, in order. A batch
-then costs three round trips instead of eight. On SQLite (in-process, no round trips)
-``send`` runs at once.
+COMMIT, goes out in one psycopg pipeline with everything queued before it, in order, so a
+batch pays a round trip only where it needs an answer. On SQLite (in-process, no round
+trips) ``send`` runs at once.
 
 HotPath errors come out as SQLAlchemy's ``DBAPIError`` subclasses, the type every caller
 already handles, with ``connection_invalidated`` set when the connection is gone. Each

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from trawl.model import mergepatch
 from trawl.model.errors import AliasError, ItemExists, ItemNotFound
 from trawl.model.states import Journal
 from trawl.store import codec
@@ -98,9 +99,20 @@ class Items:
     def _claim_alias(self, alias: str, item_id: str) -> str | None:
         return self.db.execute(_INSERT_ALIAS, {"alias": alias, "item_id": item_id}).scalar()
 
-    def set_data(self, item_id: str, data: dict[str, Any], now: float, task: str | None) -> None:
+    def set_data(
+        self,
+        item_id: str,
+        data: dict[str, Any],
+        now: float,
+        task: str | None,
+        *,
+        old: dict[str, Any] | None = None,
+    ) -> None:
+        """Store *data* as the item's; with the *old* data, the journal entry carries the
+        change as a merge patch (RFC 7396) so a consumer needs no second read."""
         self.db.execute(_SET_DATA, {"id": item_id, "data": codec.dumps(data), "now": now})
-        self.journal(Journal.ITEM_UPDATED, now, item_id, task, None)
+        detail = None if old is None else {"patch": mergepatch.diff(old, data)}
+        self.journal(Journal.ITEM_UPDATED, now, item_id, task, detail)
 
     def add_tag(
         self,

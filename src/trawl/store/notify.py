@@ -1,4 +1,5 @@
-"""Wake-ups: PostgreSQL LISTEN/NOTIFY on ``trawl_work``; SQLite has none (workers poll)."""
+"""Wake-ups: PostgreSQL LISTEN/NOTIFY on ``trawl_work`` (new work is due) and
+``trawl_journal`` (journal entries were committed); SQLite has none (readers poll)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Callable
 from trawl.store import url as urls
 
 CHANNEL = "trawl_work"
+JOURNAL_CHANNEL = "trawl_journal"
 
 
 class Listener:
@@ -18,8 +20,9 @@ class Listener:
     lost notification only delays work by one poll interval.
     """
 
-    def __init__(self, url: str, on_notify: Callable[[], None]) -> None:
+    def __init__(self, url: str, on_notify: Callable[[], None], channel: str = CHANNEL) -> None:
         sa_url, dialect = urls.parse(url)
+        self.channel = channel
         self.enabled = dialect == "postgresql"
         self._dsn = sa_url.set(drivername="postgresql").render_as_string(hide_password=False)
         self._on_notify = on_notify
@@ -39,7 +42,7 @@ class Listener:
         while not self._stop.is_set():
             try:
                 with psycopg.connect(self._dsn, autocommit=True, connect_timeout=10) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
+                    conn.execute(f"LISTEN {self.channel}")
                     self._on_notify()  # anything announced while we were away
                     while not self._stop.is_set():
                         for _ in conn.notifies(timeout=1.0):

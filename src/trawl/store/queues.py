@@ -39,63 +39,6 @@ _HELD = q(
 )
 
 
-def due_counts(db: Database, tasks: Iterable[str], now: float, cap: int) -> dict[str, int]:
-    """Due jobs of each of *tasks*, each counted up to *cap*."""
-    names = list(tasks)
-    with db.read():
-        counts = {
-            task: int(db.execute(_READY, {"task": task, "now": now, "cap": cap}).scalar() or 0)
-            for task in names
-        }
-        for task, count in db.execute(_UNPROMOTED, {"now": now, "cap": cap}):
-            if task in counts:
-                counts[task] = min(cap, counts[task] + int(count))
-    return counts
-
-
-def due_sample(db: Database, task: str, now: float, limit: int) -> list[tuple[str, Any]]:
-    """(item id, item data) of the first *limit* due jobs of *task*, in claim order."""
-    with db.read():
-        rows = db.execute(_SAMPLE, {"task": task, "now": now, "limit": limit}).all()
-    return [(row.item_id, codec.loads(row.data)) for row in rows]
-
-
-def orphans(db: Database, served: Iterable[str], now: float, cap: int) -> dict[str, int]:
-    """Tasks known to the database that *served* leaves out, with their due jobs (capped)."""
-    wanted = set(served)
-    with db.read():
-        others = [name for name in db.execute(_TASK_NAMES).scalars() if name not in wanted]
-    counts = due_counts(db, others, now, cap) if others else {}
-    return {task: count for task, count in counts.items() if count}
-
-
-def lapsed(
-    db: Database, tasks: Sequence[str], now: float, limit: int
-) -> list[tuple[ClaimedJob, str | None]]:
-    """Running jobs of *tasks* whose lease ran out without a commit, with who held them.
-
-    The claim's promotion skips these (see claim.PROMOTE), so they are settled as crashed
-    attempts before anything can lease them again."""
-    if not tasks:
-        return []
-    clause = "IN (SELECT value FROM json_each(:tasks))" if db.is_sqlite else "= ANY(:tasks)"
-    tasks_param: Any = codec.dumps(list(tasks)) if db.is_sqlite else list(tasks)
-    stmt = q(
-        "SELECT id, item_id, task, attempt, fail_count, not_found, result_hash, revisit_offset,"
-        " owner FROM jobs WHERE NOT ready AND status = 'running' AND due_at IS NOT NULL"
-        f" AND due_at <= :now AND task {clause} ORDER BY due_at LIMIT :limit"
-    )
-    rows: Sequence[Any] = db.execute(stmt, {"tasks": tasks_param, "now": now, "limit": limit}).all()
-    return [(_held_job(r), r.owner) for r in rows]
-
-
-def held(db: Database, task: str, owner: str) -> list[ClaimedJob]:
-    """The running jobs of *task* whose lease *owner* holds (data and tags left empty)."""
-    with db.read():
-        rows: Sequence[Any] = db.execute(_HELD, {"task": task, "owner": owner}).all()
-    return [_held_job(r) for r in rows]
-
-
 def _held_job(r: Any) -> ClaimedJob:
     return ClaimedJob(
         job_id=r.id,
@@ -109,3 +52,68 @@ def _held_job(r: Any) -> ClaimedJob:
         result_hash=r.result_hash,
         revisit_offset=r.revisit_offset,
     )
+
+
+class Queues:
+    """What is due per task, held by an owner, or lapsed: the orchestrator's and sweeper's reads."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def due_counts(self, tasks: Iterable[str], now: float, cap: int) -> dict[str, int]:
+        """Due jobs of each of *tasks*, each counted up to *cap*."""
+        names = list(tasks)
+        with self.db.read():
+            counts = {
+                task: int(
+                    self.db.execute(_READY, {"task": task, "now": now, "cap": cap}).scalar() or 0
+                )
+                for task in names
+            }
+            for task, count in self.db.execute(_UNPROMOTED, {"now": now, "cap": cap}):
+                if task in counts:
+                    counts[task] = min(cap, counts[task] + int(count))
+        return counts
+
+    def due_sample(self, task: str, now: float, limit: int) -> list[tuple[str, Any]]:
+        """(item id, item data) of the first *limit* due jobs of *task*, in claim order."""
+        with self.db.read():
+            rows = self.db.execute(_SAMPLE, {"task": task, "now": now, "limit": limit}).all()
+        return [(row.item_id, codec.loads(row.data)) for row in rows]
+
+    def orphans(self, served: Iterable[str], now: float, cap: int) -> dict[str, int]:
+        """Tasks known to the database that *served* leaves out, with their due jobs (capped)."""
+        wanted = set(served)
+        with self.db.read():
+            others = [name for name in self.db.execute(_TASK_NAMES).scalars() if name not in wanted]
+        counts = self.due_counts(others, now, cap) if others else {}
+        return {task: count for task, count in counts.items() if count}
+
+    def lapsed(
+        self, tasks: Sequence[str], now: float, limit: int
+    ) -> list[tuple[ClaimedJob, str | None]]:
+        """Running jobs of *tasks* whose lease ran out without a commit, with who held them.
+
+        The claim's promotion skips these (see claim.PROMOTE), so they are settled as crashed
+        attempts before anything can lease them again."""
+        if not tasks:
+            return []
+        clause = (
+            "IN (SELECT value FROM json_each(:tasks))" if self.db.is_sqlite else "= ANY(:tasks)"
+        )
+        tasks_param: Any = codec.dumps(list(tasks)) if self.db.is_sqlite else list(tasks)
+        stmt = q(
+            "SELECT id, item_id, task, attempt, fail_count, not_found, result_hash, revisit_offset,"
+            " owner FROM jobs WHERE NOT ready AND status = 'running' AND due_at IS NOT NULL"
+            f" AND due_at <= :now AND task {clause} ORDER BY due_at LIMIT :limit"
+        )
+        rows: Sequence[Any] = self.db.execute(
+            stmt, {"tasks": tasks_param, "now": now, "limit": limit}
+        ).all()
+        return [(_held_job(r), r.owner) for r in rows]
+
+    def held(self, task: str, owner: str) -> list[ClaimedJob]:
+        """The running jobs of *task* whose lease *owner* holds (data and tags left empty)."""
+        with self.db.read():
+            rows: Sequence[Any] = self.db.execute(_HELD, {"task": task, "owner": owner}).all()
+        return [_held_job(r) for r in rows]

@@ -13,6 +13,7 @@ from trawl.model.records import (
 )
 from trawl.model.states import JobStatus
 from trawl.store import codec
+from trawl.store.admin import failure_filter
 from trawl.store.connection import Database
 from trawl.store.sql import RESOLVE, q
 
@@ -134,19 +135,13 @@ def failures(
     include_handled: bool = False,
     limit: int = 100,
 ) -> list[FailureRecord]:
-    where = ["1 = 1"]
-    params: dict[str, Any] = {"limit": limit}
-    if task is not None:
-        where.append("task = :task")
-        params["task"] = task
-    if item_id is not None:
-        where.append("item_id = :item_id")
-        params["item_id"] = item_id
+    where, params = failure_filter(task, item_id, None)
+    params["limit"] = limit
     if not include_handled:
-        where.append("NOT handled")
+        where += " AND NOT handled"
     stmt = q(
         "SELECT id, job_id, item_id, task, attempt, error_type, message, traceback,"
-        f" occurred_at, handled FROM failures WHERE {' AND '.join(where)}"
+        f" occurred_at, handled FROM failures WHERE {where}"
         " ORDER BY id DESC LIMIT :limit"
     )
     return [

@@ -316,3 +316,31 @@ crawl_robots = sa.Table(
     sa.Column("body", sa.Text(), nullable=False),
     sa.Column("fetched_at", Time, nullable=False),
 )
+
+# -- the server (trawl.server) ----------------------------------------------------------------
+
+# API tokens: the secret is never stored, only its scrypt hash with a per-token salt. A token
+# is "trawl_<id>_<secret>": the id finds the row, so checking costs one hash, not one per row.
+tokens = sa.Table(
+    "tokens",
+    metadata,
+    sa.Column("id", sa.Text(), primary_key=True),
+    sa.Column("name", sa.Text(), nullable=False, unique=True),
+    sa.Column("scope", sa.Text(), nullable=False),  # read | write | admin
+    sa.Column("salt", sa.LargeBinary(), nullable=False),
+    sa.Column("hash", sa.LargeBinary(), nullable=False),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Column("last_used_at", Time, nullable=True),  # updated at most once a minute
+    sa.Column("revoked_at", Time, nullable=True),
+)
+
+# A named reader of the journal and the last seq it acknowledged; pruning keeps what a
+# consumer has not acknowledged.
+journal_consumers = sa.Table(
+    "journal_consumers",
+    metadata,
+    sa.Column("name", sa.Text(), primary_key=True),
+    sa.Column("position", sa.BigInteger(), nullable=False),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Column("acked_at", Time, nullable=True),
+)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from trawl.model.errors import UnknownTask
@@ -22,12 +23,18 @@ from trawl.model.records import (
     TaskInfo,
 )
 from trawl.model.states import Journal
-from trawl.store import admin, bulk, codec, queues, reads, scheduling, transitions
-from trawl.store import claim as claims
+from trawl.store import admin, bulk, codec, gauges, migrate, reads, scheduling, transitions
+from trawl.store import claim as claim_sql
 from trawl.store.connection import Database
+from trawl.store.consumers import Consumers
+from trawl.store.crawls import CrawlTables
+from trawl.store.gates import Gates
 from trawl.store.items import Items
+from trawl.store.listings import Listings
+from trawl.store.queues import Queues
 from trawl.store.results import Results
 from trawl.store.sql import NEW_JOBS, NOTIFY, RESELECT, q
+from trawl.store.tokens import Tokens
 
 Clock = Callable[[], float]
 _DB_TIME = q("SELECT extract(epoch FROM clock_timestamp())")
@@ -87,12 +94,26 @@ def _numbered(values: Sequence[Any]) -> dict[str, Any]:
 
 
 class Store:
-    """Everything trawl stores, behind a small set of query-shaped verbs."""
+    """Everything trawl stores, behind a small set of query-shaped verbs.
+
+    The verbs on Store are whole operations (each its own transaction unless the caller
+    holds one). Its parts hold the verbs of one concern, run inside the caller's
+    transaction (:meth:`write`, :meth:`read`): ``items``, ``results``, ``gates`` (the
+    claim's), ``queues`` (the orchestrator's), ``crawls`` (the crawl tables), ``listings``
+    (cursor-paged reads for the API), ``tokens`` (API tokens), ``consumers`` (named journal
+    readers). Nothing outside ``trawl.store`` touches the connection (``db``) or SQLAlchemy.
+    """
 
     def __init__(self, url: str, *, clock: Clock = time.time) -> None:
         self.db = Database(url)
         self.items = Items(self.db)
         self.results = Results(self.db)
+        self.gates = Gates(self.db)
+        self.queues = Queues(self.db)
+        self.crawls = CrawlTables(self.db)
+        self.listings = Listings(self.db)
+        self.tokens = Tokens(self.db)
+        self.consumers = Consumers(self.db)
         self.clock = clock
 
     @property
@@ -111,6 +132,42 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # -- transactions and the schema --------------------------------------------------------
+
+    def write(self) -> AbstractContextManager[object]:
+        """A write transaction (SQLite: the write lock, taken up front); nested, a savepoint."""
+        return self.db.write()
+
+    def read(self) -> AbstractContextManager[object]:
+        """A read transaction: one snapshot for the verbs inside."""
+        return self.db.read()
+
+    def unit(self) -> AbstractContextManager[object]:
+        """One transaction that the :meth:`write` blocks inside join rather than nest in
+        (a worker commits finished attempts and claims the next batch in one COMMIT)."""
+        return self.db.unit()
+
+    def savepoint(self) -> AbstractContextManager[object]:
+        """Inside a write: a part that can fail and be rolled back alone."""
+        return self.db.savepoint()
+
+    def on_commit(self, callback: Callable[[list[dict[str, Any]]], None] | None) -> None:
+        """Call *callback* after each COMMIT with the journal rows it wrote."""
+        self.db.on_commit = callback
+
+    def ensure_schema(self, *, auto: bool) -> None:
+        """Upgrade the schema if *auto* (the embedded SQLite default) and it is behind; else
+        a behind schema is a SchemaOutdated error that says to run ``trawl db upgrade``."""
+        migrate.ensure(self.db, auto=auto)
+
+    def schema_revision(self) -> str | None:
+        """The schema's migration revision (``None``: no trawl schema yet)."""
+        return migrate.current(self.db)
+
+    def upgrade_schema(self) -> tuple[str | None, str]:
+        """Apply the migrations this trawl has, in one transaction; (before, after)."""
+        return migrate.upgrade(self.db)
 
     # -- tasks ----------------------------------------------------------------------------
 
@@ -197,18 +254,9 @@ class Store:
 
     # -- the job lifecycle ----------------------------------------------------------------
 
-    def claim(self, tasks: dict[str, float], limit: int, owner: str) -> list[ClaimedJob]:
-        """Lease up to *limit* due jobs of *tasks* (name -> lease seconds), best first."""
-        if not tasks or limit <= 0:
-            return []
-        with self.db.write():
-            now = self.clock()
-            self.promote(now)
-            return self.claimed(self.claim_due(tasks, limit, owner, now))
-
     def promote(self, now: float) -> None:
         """Move jobs whose time has come into the claim index."""
-        stmt = claims.PROMOTE_SQLITE if self.is_sqlite else claims.PROMOTE_POSTGRES
+        stmt = claim_sql.PROMOTE_SQLITE if self.is_sqlite else claim_sql.PROMOTE_POSTGRES
         self.db.send(stmt, {"now": now})
 
     def clock_offset(self, local: Clock = time.time) -> float:
@@ -224,17 +272,17 @@ class Store:
     def lapsed(self, tasks: Sequence[str], limit: int) -> list[tuple[ClaimedJob, str | None]]:
         """Running jobs of *tasks* whose lease lapsed without a commit, and their holders."""
         with self.db.read():
-            return queues.lapsed(self.db, tasks, self.clock(), limit)
+            return self.queues.lapsed(tasks, self.clock(), limit)
 
     def claim_due(self, tasks: dict[str, float], limit: int, owner: str, now: float) -> list[Any]:
         """The one-statement claim (inside the caller's transaction); rows for claimed()."""
         names, timeouts = list(tasks), list(tasks.values())
         base = {"now": now, "limit": limit, "owner": owner}
         if self.is_sqlite:
-            stmt = claims.claim_sqlite(len(names))
-            params = base | claims.claim_sqlite_params(names, timeouts)
+            stmt = claim_sql.claim_sqlite(len(names))
+            params = base | claim_sql.claim_sqlite_params(names, timeouts)
         else:
-            stmt = claims.CLAIM_POSTGRES
+            stmt = claim_sql.CLAIM_POSTGRES
             params = base | {"tasks": names, "timeouts": timeouts}
         return self.db.fetch(stmt, params)
 
@@ -243,7 +291,7 @@ class Store:
         if not chosen:
             return []
         params = transitions.batch_params(self.is_sqlite, ("id", "timeout"), chosen)
-        stmt = claims.LEASE_SQLITE if self.is_sqlite else claims.LEASE_POSTGRES
+        stmt = claim_sql.LEASE_SQLITE if self.is_sqlite else claim_sql.LEASE_POSTGRES
         return self.db.fetch(stmt, params | {"now": now, "owner": owner})
 
     def peek_due(self, tasks: dict[str, Sequence[str]], limit: int) -> list[ClaimedJob]:
@@ -348,6 +396,14 @@ class Store:
     def journal_many(self, rows: Sequence[dict[str, Any]]) -> None:
         self.db.journal(rows)
 
+    def relist(self, item_id: str, now: float, last_update: float | None = None) -> None:
+        """The item was listed again (inside a write): jobs disabled as not found are due."""
+        scheduling.relist(self.db, item_id, now, last_update)
+
+    def wake_dependents(self, done: Sequence[tuple[str, str, bool]], now: float) -> None:
+        """Make due the jobs waiting on these (item, task, changed) results (inside a write)."""
+        scheduling.wake_dependents(self.db, done, now)
+
     def notify(self) -> None:
         """Tell waiting workers that new work is due (PostgreSQL; SQLite workers poll)."""
         self._notify()
@@ -385,6 +441,16 @@ class Store:
 
     def journal(self, since: int = 0, limit: int = 1000) -> list[JournalEntry]:
         return reads.journal(self.db, since, limit)
+
+    def gauges(self) -> gauges.Snapshot:
+        """Whole-database counts for monitoring (jobs, due work, crawl pages, hosts, journal
+        consumers): aggregate queries, so read them every few seconds, not per request."""
+        return gauges.snapshot(self.db, self.clock(), self.consumers.list())
+
+    def prune_journal(self, before: float, *, force: bool = False) -> int:
+        """Delete journal entries written before *before* (seconds since the epoch); refused
+        while a named consumer has not acknowledged them, unless *force*."""
+        return self.consumers.prune(before, force=force)
 
     # -- operator commands ----------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Literal
 
 import sqlalchemy as sa
@@ -45,3 +46,20 @@ def display(url: str) -> str:
         return sa.make_url(url).render_as_string(hide_password=True)
     except Exception:
         return url
+
+
+def collection_id(url: str) -> str:
+    """The same string for every spelling of one database's URL on this machine."""
+    parsed, dialect = parse(url)
+    if dialect == "sqlite":
+        database = parsed.database or ""
+        where = str(Path(database).resolve()) if database not in ("", ":memory:") else database
+        return f"sqlite:{where}"
+    plain = sa.URL.create(
+        "postgresql",
+        username=parsed.username,
+        host=parsed.host or "localhost",
+        port=parsed.port or 5432,
+        database=parsed.database,
+    )
+    return plain.render_as_string(hide_password=True)

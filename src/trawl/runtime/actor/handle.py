@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from trawl.runtime.actor.spec import ActorInfo, ActorType
-from trawl.runtime.logjson import relay
+from trawl.runtime.logs import relay
 
 log = logging.getLogger("trawl.orchestrator")
 

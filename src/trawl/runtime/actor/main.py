@@ -28,14 +28,15 @@ from typing import Any
 from trawl.engine.keyed import claim_keyed
 from trawl.model.errors import TrawlError
 from trawl.model.records import ClaimedJob
+from trawl.runtime import logs, procmetrics
 from trawl.runtime.actor.handle import ACTOR_DB, EXIT_REPLACE, EXIT_START_FAILED, owner_id
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo, actor_key, set_current
 from trawl.runtime.app import App, TaskDef
+from trawl.runtime.attempt import TaskTimeout
 from trawl.runtime.loader import load_app
-from trawl.runtime.logjson import JsonFormatter
 from trawl.runtime.plugins import for_app, hookimpl
-from trawl.runtime.worker import TaskTimeout, Worker
+from trawl.runtime.worker import Worker
 
 log = logging.getLogger("trawl.actor")
 
@@ -67,7 +68,7 @@ class ShedStuckThreads:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    _log_json(args.log_level)
+    logs.setup(args.log_level, as_json=True)  # the orchestrator relays the lines
     os.set_blocking(args.beat_fd, False)
     try:
         app = load_app(args.app)
@@ -95,7 +96,7 @@ async def _run(app: App, task: TaskDef, info: ActorInfo, args: argparse.Namespac
         exit_when_idle=True,
         grace=args.grace,
         owner=info.owner,
-        hooks=ActorHooks(for_app(app, shed), info),
+        hooks=ActorHooks(for_app(app, shed, *_metrics()), info),
         claim=_keyed_claim(task, info) if info.key is not None else None,
         linger=task.actor.linger,
     )
@@ -137,6 +138,14 @@ async def _call(fn: Callable[..., Any] | None, *args: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
 
 
+def _metrics() -> list[object]:
+    """The process metrics plugin when the orchestrator serves metrics (--metrics-port): it
+    set the directory the actors' samples go to in their environment."""
+    if not os.environ.get(procmetrics.MULTIPROC):
+        return []
+    return [procmetrics.ProcessMetrics()]
+
+
 def _keyed_claim(task: TaskDef, info: ActorInfo) -> Callable[..., Any]:
     key_fn, key = task.actor.key, info.key
     assert key_fn is not None, "a keyed actor needs its task's key function"
@@ -165,15 +174,6 @@ async def _heartbeat(fd: int, worker: Worker) -> None:
                 worker.stop()
             return
         await asyncio.sleep(BEAT_INTERVAL)
-
-
-def _log_json(level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 def _database() -> str:

@@ -1,12 +1,35 @@
-"""Logs as JSON lines: ``trawl run --log-json`` for services, and how actors report to the
-orchestrator (which relays their records through its own handlers)."""
+"""Logging for every trawl process: the one setup of the root logger, logs as JSON lines
+(``trawl run --log-json`` for services), and how actors report to the orchestrator (which
+relays their records through its own handlers)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from typing import Any
+
+PROGRESS = "trawl.progress"  # progress lines, shown whenever a --progress reporter exists
+
+
+def setup(level: str, *, handler: logging.Handler | None = None, as_json: bool = False) -> None:
+    """Send every record at *level* and above to *handler* (default: stderr, as JSON lines
+    with *as_json*, else plain timestamped lines). Progress lines are kept at any level:
+    they are only made when progress was asked for. Alembic's chatter is kept quiet."""
+    if handler is None:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(
+            JsonFormatter()
+            if as_json
+            else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    logging.getLogger(PROGRESS).setLevel(logging.INFO)
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+
 
 # LogRecord attributes that are not "extra" fields a caller passed.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}

@@ -1,0 +1,366 @@
+"""The WebSocket endpoint of the live layer, as a plain ASGI application.
+
+It needs no web framework: ``trawl serve`` mounts it beside the HTTP API at ``/live``, and a
+program of its own can hand it to uvicorn directly. See :mod:`trawl.live.session` for the
+frames a client speaks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Annotated, Any
+
+import msgspec
+
+from trawl.live import session as codes
+from trawl.live.bucket import TokenBucket
+from trawl.live.frames import Envelope
+from trawl.live.node import Node
+from trawl.live.session import Session
+
+log = logging.getLogger(__name__)
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Authorize = Callable[[Scope], Awaitable[bool]]
+
+Id = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+
+
+class Hello(msgspec.Struct, forbid_unknown_fields=True):
+    hello: str
+    protocol: int
+
+
+class ClientFrame(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    action: Annotated[str, msgspec.Meta(min_length=1, max_length=100)] | None = None
+    body: Any = None
+    id: Id | None = None
+    answer: Id | None = None
+    error: str | None = None
+
+
+_hello = msgspec.json.Decoder(Hello)
+_frame = msgspec.json.Decoder(ClientFrame)
+_encode = msgspec.json.Encoder().encode
+
+
+class Socket:
+    """One connection's sending side: one frame at a time, nothing after the close."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._lock = asyncio.Lock()
+        self.closed = False
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        async with self._lock:
+            if not self.closed:
+                try:
+                    await self._send({"type": "websocket.send", "text": _encode(frame).decode()})
+                except Exception:  # the client went away; the reader sees the disconnect
+                    self.closed = True
+
+    async def close(self, code: int, reason: str = "") -> None:
+        async with self._lock:
+            if not self.closed:
+                self.closed = True
+                with contextlib.suppress(Exception):
+                    await self._send(
+                        {"type": "websocket.close", "code": code, "reason": reason[:120]}
+                    )
+
+
+class LiveApp:
+    """Serve *sessions* (Session subclasses, by their ``type``) on *node*.
+
+    *authorize* sees the connection's ASGI scope before the handshake is accepted (False:
+    refused with HTTP 403). Frames over *max_frame* bytes close the connection (1009); a
+    client pacing is a token bucket of *burst* tokens refilled at *rate* per second, cut
+    after *cut_after* tokens of debt (4429). The hello must come within *hello_timeout*.
+    When *node* is a factory, the app starts and stops it on ASGI lifespan events, and
+    awaits *setup* with it once started (to spawn the actors the sessions need).
+    """
+
+    def __init__(
+        self,
+        node: Node | Callable[[], Node],
+        sessions: Iterable[type[Session]],
+        *,
+        authorize: Authorize | None = None,
+        max_frame: int = 64 * 1024,
+        hello_timeout: float = 5.0,
+        burst: int = 10,
+        rate: float = 2.0,
+        cut_after: int = 10,
+        setup: Callable[[Node], Awaitable[None]] | None = None,
+    ) -> None:
+        self._factory = None if isinstance(node, Node) else node
+        self._setup = setup
+        self.node: Node | None = node if isinstance(node, Node) else None
+        self.sessions: dict[str, type[Session]] = {}
+        for cls in sessions:
+            name = getattr(cls, "type", None)
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"session class {cls.__name__} needs a `type` name")
+            if name in self.sessions:
+                raise ValueError(f"two session classes are named {name!r}")
+            self.sessions[name] = cls
+        self.authorize = authorize
+        self.max_frame, self.hello_timeout = max_frame, hello_timeout
+        self.bucket = (burst, rate, cut_after)
+        TokenBucket(burst, rate, cut_after)  # checks the numbers now, not at the first client
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "websocket":
+            await self._connection(scope, receive, send)
+        else:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 404,
+                    "headers": [(b"content-type", b"text/plain")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"WebSocket sessions only\n"})
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                if self._factory is not None:
+                    self.node = await self._factory().start()
+                    if self._setup is not None:
+                        await self._setup(self.node)
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._factory is not None and self.node is not None:
+                    await self.node.stop()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _connection(self, scope: Scope, receive: Receive, send: Send) -> None:
+        node = self.node
+        if (await receive())["type"] != "websocket.connect":
+            return
+        if node is None or (self.authorize is not None and not await self.authorize(scope)):
+            await send({"type": "websocket.close", "code": codes.UNAUTHORIZED})
+            return
+        await send({"type": "websocket.accept"})
+        socket = Socket(send)
+        try:
+            async with asyncio.timeout(self.hello_timeout):
+                first = await self._text(receive, socket)
+        except TimeoutError:
+            await socket.close(codes.HELLO_TIMEOUT, f"no hello within {self.hello_timeout:g}s")
+            return
+        if first is None:
+            return
+        cls = await self._welcome(first, socket)
+        if cls is None:
+            await _drain(receive)
+            return
+        await self._run(node, cls, socket, receive)
+
+    async def _welcome(self, text: str, socket: Socket) -> type[Session] | None:
+        try:
+            hello = _hello.decode(text)
+        except msgspec.DecodeError as error:
+            await socket.close(codes.BAD_FRAME, f"bad hello: {error}")
+            return None
+        cls = self.sessions.get(hello.hello)
+        if cls is None:
+            await socket.close(
+                codes.UNKNOWN_SESSION,
+                f"no session {hello.hello[:40]!r}; there are: {', '.join(sorted(self.sessions))}",
+            )
+            return None
+        if hello.protocol != cls.protocol:
+            await socket.close(
+                codes.PROTOCOL_MISMATCH,
+                f"session {cls.type!r} speaks protocol {cls.protocol}, not {hello.protocol}",
+            )
+            return None
+        return cls
+
+    async def _text(self, receive: Receive, socket: Socket) -> str | None:
+        """The next text frame, or None once the client has gone (or was cut off)."""
+        message = await receive()
+        if message["type"] == "websocket.disconnect":
+            socket.closed = True
+            return None
+        text = message.get("text")
+        if text is None:
+            data = message.get("bytes") or b""
+            if len(data) > self.max_frame:
+                await socket.close(codes.TOO_BIG, f"frames are at most {self.max_frame} bytes")
+                return None
+            try:
+                text = data.decode()
+            except UnicodeDecodeError:
+                return "\x00binary"
+        if len(text) > self.max_frame:
+            await socket.close(codes.TOO_BIG, f"frames are at most {self.max_frame} bytes")
+            return None
+        return text
+
+    async def _run(self, node: Node, cls: type[Session], socket: Socket, receive: Receive) -> None:
+        name = f"{cls.type}-{secrets.token_hex(4)}"
+        behaviour = cls()
+        behaviour._link = socket
+        queries: set[str] = set()
+        client = node.attach(f"~client-{name}", _to_client(socket, queries))
+        behaviour.client = client
+        await socket.send(
+            {
+                "welcome": {
+                    "session": cls.type,
+                    "protocol": cls.protocol,
+                    "address": f"{node.id}:{name}",
+                }
+            }
+        )
+        address = node.spawn(behaviour, name)
+        stopped = node.watch(address)
+        pending: asyncio.Queue[tuple[float, str]] = asyncio.Queue(
+            self.bucket[0] + self.bucket[2] + 1
+        )
+        reader = asyncio.create_task(self._read(node, socket, receive, pending))
+        handler = asyncio.create_task(_dispatch(node, address, client, socket, pending, queries))
+        try:
+            waits: list[asyncio.Future[Any]] = [reader, stopped]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            if not stopped.done():
+                await node.stop_actor(address)
+            else:
+                try:  # the session closed the socket: give the client a moment to agree
+                    async with asyncio.timeout(2.0):
+                        await reader
+                except TimeoutError:
+                    pass
+        finally:
+            for task in (reader, handler):
+                task.cancel()
+            await asyncio.gather(reader, handler, return_exceptions=True)
+            node.detach(client)
+            if address in node.actors():
+                await node.stop_actor(address)
+
+    async def _read(
+        self,
+        node: Node,
+        socket: Socket,
+        receive: Receive,
+        pending: asyncio.Queue[tuple[float, str]],
+    ) -> None:
+        bucket = TokenBucket(*self.bucket)
+        while True:
+            text = await self._text(receive, socket)
+            if text is None:
+                return
+            delay = bucket.take()
+            if delay is None:
+                node.stats["sessions_cut"] += 1
+                await socket.close(
+                    codes.RATE_LIMITED, f"over {self.bucket[1]:g} frames/s for too long"
+                )
+                await _drain(receive)
+                return
+            if delay:
+                node.stats["frames_slowed"] += 1
+            await pending.put((time.monotonic() + delay, text))
+
+
+async def _dispatch(
+    node: Node,
+    address: str,
+    client: str,
+    socket: Socket,
+    pending: asyncio.Queue[tuple[float, str]],
+    queries: set[str],
+) -> None:
+    while True:
+        ready_at, text = await pending.get()
+        wait = ready_at - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        try:
+            frame = _frame.decode(text)
+            if (frame.action is None) == (frame.answer is None):
+                raise ValueError("a frame has either `action` or `answer`")
+        except (msgspec.DecodeError, ValueError) as error:
+            node.stats["bad_frames"] += 1
+            await socket.send({"error": {"type": "BadFrame", "message": str(error)[:500]}})
+            continue
+        if frame.answer is not None:
+            if frame.answer not in queries:
+                await socket.send(
+                    {
+                        "error": {
+                            "type": "BadFrame",
+                            "message": f"no query {frame.answer!r} is waiting",
+                        }
+                    }
+                )
+                continue
+            queries.discard(frame.answer)
+            await node._post(
+                Envelope(
+                    to=address,
+                    sender=client,
+                    conv=frame.answer,
+                    reply=True,
+                    body=frame.body,
+                    error=frame.error,
+                )
+            )
+            continue
+        conv = f"c:{frame.id}" if frame.id is not None else None
+        await node._post(
+            Envelope(
+                to=address, action=frame.action or "", body=frame.body, sender=client, conv=conv
+            )
+        )
+
+
+def _to_client(socket: Socket, queries: set[str]) -> Callable[[Envelope], Awaitable[None]]:
+    async def deliver(envelope: Envelope) -> None:
+        if envelope.action == "sentinel" and not envelope.conv:
+            return
+        if envelope.reply:
+            frame: dict[str, Any] = {}
+            if envelope.conv is not None:
+                frame["reply"] = envelope.conv.removeprefix("c:")
+            if envelope.error is not None:
+                kind, _, message = envelope.error.partition(": ")
+                frame["error"] = {"type": kind, "message": message}
+            else:
+                frame["body"] = envelope.body
+            await socket.send(frame)
+        elif envelope.conv is not None:
+            queries.add(envelope.conv)
+            await socket.send(
+                {"query": envelope.conv, "action": envelope.action, "body": envelope.body}
+            )
+        else:
+            await socket.send({"event": envelope.action, "body": envelope.body})
+
+    return deliver
+
+
+async def _drain(receive: Receive) -> None:
+    """Wait (briefly) for the client to acknowledge a close."""
+    try:
+        async with asyncio.timeout(2.0):
+            while (await receive())["type"] != "websocket.disconnect":
+                pass
+    except TimeoutError:
+        pass

@@ -1,0 +1,154 @@
+"""Running one attempt: call the task's function with its Context, within its timeout, and
+say how it ended as the :class:`AttemptResult` its commit writes.
+
+The worker decides when attempts start and where their results go; this module only knows
+what one attempt is. An async task is cancelled by the worker's watchdog past its deadline
+(one timer for all attempts); a plain ``def`` task runs on a daemon thread of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+import traceback
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+from trawl.model.errors import InvalidData, NotFound
+from trawl.model.records import AttemptResult, ClaimedJob, FailureInfo
+from trawl.model.states import Outcome
+from trawl.runtime.actor.hooks import ActorHooks
+from trawl.runtime.app import TaskDef
+from trawl.runtime.context import Context, asks
+from trawl.runtime.outcome import attempt_result
+from trawl.store import codec
+
+
+class TaskTimeout(Exception):
+    """An attempt ran past its task's timeout."""
+
+
+async def run_attempt(
+    d: TaskDef,
+    job: ClaimedJob,
+    ctx: Context,
+    hooks: ActorHooks,
+    deadlines: MutableMapping[int, float],
+) -> AttemptResult:
+    """Run *job*'s attempt to its end. An async attempt's deadline (monotonic) goes into
+    *deadlines* for the watchdog, which removes it when it cancels the attempt: a
+    cancellation with the deadline gone is a timeout; any other (the worker giving up at
+    shutdown) propagates. (Not a cancel message: user code between may drop it.)"""
+    started = time.monotonic()
+    try:
+        if d.is_async:
+            deadlines[job.job_id] = started + d.timeout
+            value = await d.fn(ctx)
+        else:
+            # A thread cannot be cancelled: wait_for abandons its future instead.
+            loop = asyncio.get_running_loop()
+            value = await asyncio.wait_for(_in_daemon_thread(loop, d.fn, ctx), d.timeout)
+        encoded = None if value is None else _encode_result(d.name, value)
+    except asyncio.CancelledError:
+        if not d.is_async or job.job_id in deadlines:
+            raise
+        return _failed(d, job, ctx, hooks, _timeout(d, started), "")
+    except TimeoutError as error:
+        if time.monotonic() - started >= d.timeout:
+            return _failed(d, job, ctx, hooks, _timeout(d, started), "")
+        return _failed(d, job, ctx, hooks, error, _trace(error))
+    except Exception as error:
+        return _failed(d, job, ctx, hooks, error, _trace(error))
+    return attempt_result(d, job, ctx, _ended(ctx), result=encoded)
+
+
+def released(d: TaskDef, job: ClaimedJob, ctx: Context) -> AttemptResult:
+    """The attempt was stopped before it ended: its job is handed back, due again."""
+    return attempt_result(d, job, ctx, Outcome.RELEASED)
+
+
+def _failed(
+    d: TaskDef,
+    job: ClaimedJob,
+    ctx: Context,
+    hooks: ActorHooks,
+    error: BaseException,
+    trace: str,
+) -> AttemptResult:
+    if hooks.ticks:
+        hooks.tick_exception(job, error)
+    failure = FailureInfo(
+        error_type=type(error).__name__,
+        message=str(error) or type(error).__name__,
+        traceback=trace,
+    )
+    return attempt_result(
+        d, job, ctx, Outcome.FAILURE, failure=failure, not_found=isinstance(error, NotFound)
+    )
+
+
+def _in_daemon_thread(
+    loop: asyncio.AbstractEventLoop, fn: Callable[[Context], Any], ctx: Context
+) -> asyncio.Future[Any]:
+    """Run a plain ``def`` task on a thread of its own.
+
+    Not a ThreadPoolExecutor: its threads are joined at interpreter exit, so a task stuck
+    past its timeout or the grace period would keep the worker from exiting, and would hold
+    a pool slot that later tasks queue behind. A daemon thread is simply abandoned.
+    """
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return  # timed out or cancelled meanwhile: the result is not wanted
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def run() -> None:
+        try:
+            value, error = fn(ctx), None
+        except BaseException as failure:
+            value, error = None, failure
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=run, name=f"trawl-task-{ctx.task}", daemon=True).start()
+    return future
+
+
+def _ended(ctx: Context) -> Outcome:
+    """How a task that returned ended: deferred or skipped if it said so, else a success."""
+    asked = asks(ctx)
+    if asked.skip:
+        return Outcome.SKIPPED
+    return Outcome.SUCCESS if asked.defer_until is None else Outcome.DEFERRED
+
+
+def _encode_result(task: str, value: Any) -> str:
+    if not isinstance(value, dict):
+        raise InvalidData(
+            f"task {task!r} returned {type(value).__name__}: a result must be a JSON object "
+            "(a dict) or None"
+        )
+    try:
+        return codec.dumps(value)
+    except InvalidData as error:
+        reason = str(error).removeprefix("value is not JSON-serialisable: ")
+        raise InvalidData(
+            f"task {task!r} returned a result that is not JSON-serialisable: {reason}"
+        ) from None
+
+
+def _timeout(d: TaskDef, started: float) -> TaskTimeout:
+    return TaskTimeout(
+        f"task {d.name!r} exceeded its timeout of {d.timeout:g}s "
+        f"(ran {time.monotonic() - started:.1f}s)"
+    )
+
+
+def _trace(error: BaseException) -> str:
+    return "".join(traceback.format_exception(error))
