@@ -12,6 +12,7 @@ import pytest
 import trawl
 from tests.integration.helpers import item, job_of, sql_statements_by_thread
 from trawl.engine.claim import ClaimBatch
+from trawl.model.errors import DatabaseUnavailable
 from trawl.model.records import FailureRecord
 from trawl.runtime.worker import Worker
 from trawl.store.store import Store
@@ -225,3 +226,41 @@ def test_a_lane_that_fails_stops_the_worker_instead_of_running_on_without_it(
     worker = Worker(app, url=db_url, concurrency=4, connections=2, claim=claim, poll=0.05)
     with pytest.raises(RuntimeError, match="lane 1 broke"):
         asyncio.run(asyncio.wait_for(worker.run(), 30))
+
+
+@pytest.mark.parametrize("connections", [1, 2])
+def test_a_claim_whose_answer_was_lost_is_taken_back_not_left_running(
+    db_url: str, connections: int
+) -> None:
+    """The database committed a claim but the connection died before its rows came back
+    (a server stopped mid-COMMIT): the worker must run those jobs, not leave them leased
+    to nobody until the lease lapses."""
+    app = trawl.App()
+
+    @app.task(tags=["product"], timeout="1h")
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        return {"n": ctx.data["n"]}
+
+    ids = products(db_url, 40)
+    worker = Worker(
+        app, url=db_url, concurrency=8, connections=connections, exit_when_idle=True, grace=5
+    )
+    lost: list[list[str]] = []
+    real = worker.store_thread.call
+
+    async def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        answer = await real(fn, *args, **kwargs)
+        if fn == worker._commit_and_claim and answer[1].jobs and len(lost) < 2:
+            lost.append([job.item_id for job in answer[1].jobs])
+            raise DatabaseUnavailable("server closed the connection before the answer came")
+        return answer
+
+    worker.store_thread.call = call  # type: ignore[method-assign]
+    assert asyncio.run(asyncio.wait_for(worker.run(), 60)) == 0
+    assert len(lost) == 2
+    assert all(lost)
+    assert list(results(db_url, ids).values()) == [{"n": n} for n in range(40)]
+    with Store(db_url) as store:
+        entries = store.journal(limit=10_000)
+    assert sorted(e.item_id for e in entries if e.kind == "job.done") == sorted(ids)
+    assert [e for e in entries if e.kind in ("job.failed", "job.released")] == []

@@ -218,21 +218,41 @@ class Worker:
         return engine_claim.claim(store, self._gates, limit, self.owner)
 
     def _commit_and_claim(
-        self, store: Store, results: list[AttemptResult], limit: int
+        self,
+        store: Store,
+        results: list[AttemptResult],
+        limit: int,
+        known: frozenset[int] | None = None,
     ) -> tuple[CommitReport, engine_claim.ClaimBatch]:
         """On the database thread: commit what finished and lease the next batch in one
-        transaction, so a busy worker pays one COMMIT (one WAL flush) per batch, not two."""
-        if not results:
-            return CommitReport(), self._claim(store, limit)
+        transaction, so a busy worker pays one COMMIT (one WAL flush) per batch, not two.
+        With *known* (the jobs this worker holds), running jobs leased to this worker that
+        it does not know are taken back first: they are from a claim whose answer was lost
+        with the connection although its transaction committed."""
         if limit <= 0:
-            return commit_resilient(store, results), engine_claim.ClaimBatch(jobs=[])
+            report = commit_resilient(store, results) if results else CommitReport()
+            return report, engine_claim.ClaimBatch(jobs=[])
         try:
             with store.unit():
-                report = commit(store, results)
-                batch = self._claim(store, limit)
+                report = commit(store, results) if results else CommitReport()
+                batch = self._claim_adopting(store, limit, known)
         except DataRejected:  # one attempt holds a value the database refuses: find it
-            return commit_resilient(store, results), self._claim(store, limit)
+            return commit_resilient(store, results), self._claim_adopting(store, limit, known)
         return report, batch
+
+    def _claim_adopting(
+        self, store: Store, limit: int, known: frozenset[int] | None
+    ) -> engine_claim.ClaimBatch:
+        if known is None:
+            return self._claim(store, limit)
+        with store.write():
+            lost = [j for j in store.held_by(list(self.defs), self.owner) if j.job_id not in known]
+            if lost:
+                log.warning("took back %d jobs leased by a claim whose answer was lost", len(lost))
+            batch = self._claim(store, limit - len(lost)) if limit > len(lost) else None
+        if batch is None:
+            return engine_claim.ClaimBatch(jobs=lost)
+        return engine_claim.ClaimBatch(jobs=lost + batch.jobs, wake_at=batch.wake_at)
 
     async def _claim_lanes(self, lanes: list[StoreThread]) -> None:
         """Run a claim loop per lane until all have stopped. A lane that fails stops the
@@ -274,9 +294,7 @@ class Worker:
             self._reserved += limit
             self._calls += 1
             try:
-                report, batch = await self._retrying(
-                    "claim", db, self._commit_and_claim, store, results, limit
-                )
+                report, batch = await self._lane_call(db, results, limit)
             finally:
                 self._reserved -= limit
                 self._calls -= 1
@@ -296,6 +314,28 @@ class Worker:
             await self._wait(_until(batch.wake_at, store.clock(), idle_delay))
             idle_delay = min(self.poll, idle_delay * 2)
 
+    async def _lane_call(
+        self, db: StoreThread, results: list[AttemptResult], limit: int
+    ) -> tuple[CommitReport, engine_claim.ClaimBatch]:
+        """Commit and claim on *db*, waiting out outages. A call that failed may still have
+        committed (the connection died before its answer came back), so every call after a
+        failure first takes back the jobs it leased."""
+        delay = 0.5
+        known: frozenset[int] | None = None
+        while True:
+            try:
+                return await db.call(self._commit_and_claim, db.store, results, limit, known)
+            except DatabaseUnavailable as error:
+                log.warning("claim failed, retrying in %.1fs: %s", delay, error)
+                await asyncio.sleep(delay)
+                delay = min(RETRY_MAX, delay * 2)
+                known = self._held()
+
+    def _held(self) -> frozenset[int]:
+        """The jobs this worker holds: running, or finished and waiting for their commit."""
+        held = {r.job_id for r in self._pending + self._committing}
+        return frozenset(held | self._running.keys())
+
     def _idle(self, epoch: int) -> bool:
         # Nothing ran here and nothing committed since the empty claim began: nothing is due.
         busy = self._running or self._pending or self._committing or self._calls
@@ -307,6 +347,8 @@ class Worker:
         self._wake.clear()
 
     def _start(self, job: ClaimedJob) -> None:
+        if job.job_id in self._running:  # taken back by one lane while another claimed it
+            return
         self.stats.claimed += 1
         task = asyncio.create_task(self._run_job(self.defs[job.task], job))
         self._running[job.job_id] = (job, task)

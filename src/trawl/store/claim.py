@@ -140,3 +140,20 @@ LEASE_SQLITE = q(
     RETURNING {CLAIMED_SQLITE}
     """
 )
+
+
+@cache
+def held(sqlite: bool, task_count: int) -> sa.TextClause:
+    """The running jobs of some tasks whose lease an owner holds, in the claim's row shape:
+    what a worker takes back when the answer to its claim was lost with its connection."""
+    tasks = ", ".join(f":task{i}" for i in range(task_count))
+    if sqlite:
+        return q(
+            f"SELECT {CLAIMED_SQLITE} FROM jobs"
+            f" WHERE task IN ({tasks}) AND status = 'running' AND owner = :owner ORDER BY jobs.id"
+        )
+    return q(
+        f"SELECT {CLAIMED_POSTGRES} FROM jobs JOIN items ON items.id = jobs.item_id"
+        f" WHERE jobs.task IN ({tasks}) AND jobs.status = 'running' AND jobs.owner = :owner"
+        " ORDER BY jobs.id"
+    )

@@ -294,6 +294,15 @@ class Store:
         stmt = claim_sql.LEASE_SQLITE if self.is_sqlite else claim_sql.LEASE_POSTGRES
         return self.db.fetch(stmt, params | {"now": now, "owner": owner})
 
+    def held_by(self, tasks: Sequence[str], owner: str) -> list[ClaimedJob]:
+        """The running jobs of *tasks* leased to *owner*, as a claim returns them (inside
+        the caller's transaction)."""
+        if not tasks:
+            return []
+        stmt = claim_sql.held(self.is_sqlite, len(tasks))
+        params = {"owner": owner} | {f"task{i}": task for i, task in enumerate(tasks)}
+        return self.claimed(self.db.fetch(stmt, params))
+
     def peek_due(self, tasks: dict[str, Sequence[str]], limit: int) -> list[ClaimedJob]:
         """The jobs a claim would take next, without leasing them (for dry runs). *tasks*
         maps names to their tags: a task no worker registered yet has no jobs, so its
