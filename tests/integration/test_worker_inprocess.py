@@ -14,6 +14,7 @@ from tests.integration.helpers import item, job_of, sql_statements_by_thread
 from trawl.engine.claim import ClaimBatch
 from trawl.model.errors import DatabaseUnavailable
 from trawl.model.records import FailureRecord
+from trawl.runtime.store_thread import StoreThread
 from trawl.runtime.worker import Worker
 from trawl.store.store import Store
 
@@ -230,7 +231,7 @@ def test_a_lane_that_fails_stops_the_worker_instead_of_running_on_without_it(
 
 @pytest.mark.parametrize("connections", [1, 2])
 def test_a_claim_whose_answer_was_lost_is_taken_back_not_left_running(
-    db_url: str, connections: int
+    db_url: str, connections: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The database committed a claim but the connection died before its rows came back
     (a server stopped mid-COMMIT): the worker must run those jobs, not leave them leased
@@ -246,16 +247,16 @@ def test_a_claim_whose_answer_was_lost_is_taken_back_not_left_running(
         app, url=db_url, concurrency=8, connections=connections, exit_when_idle=True, grace=5
     )
     lost: list[list[str]] = []
-    real = worker.store_thread.call
+    real = StoreThread.call
 
-    async def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        answer = await real(fn, *args, **kwargs)
+    async def call(self: StoreThread, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        answer = await real(self, fn, *args, **kwargs)
         if fn == worker._commit_and_claim and answer[1].jobs and len(lost) < 2:
             lost.append([job.item_id for job in answer[1].jobs])
             raise DatabaseUnavailable("server closed the connection before the answer came")
         return answer
 
-    worker.store_thread.call = call  # type: ignore[method-assign]
+    monkeypatch.setattr(StoreThread, "call", call)  # every lane's
     assert asyncio.run(asyncio.wait_for(worker.run(), 60)) == 0
     assert len(lost) == 2
     assert all(lost)
@@ -264,3 +265,65 @@ def test_a_claim_whose_answer_was_lost_is_taken_back_not_left_running(
         entries = store.journal(limit=10_000)
     assert sorted(e.item_id for e in entries if e.kind == "job.done") == sorted(ids)
     assert [e for e in entries if e.kind in ("job.failed", "job.released")] == []
+
+
+def _outage_after_first_claim(worker: Worker, *, at_once: bool = False) -> None:
+    """Every store call on the worker's thread fails once a claim has leased jobs (or from
+    the first claim on, *at_once*): a database that went away and stays away."""
+    real = worker.store_thread.call
+    down = at_once
+
+    async def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal down
+        if down and fn != worker._prepare:
+            raise DatabaseUnavailable("the database went away")
+        answer = await real(fn, *args, **kwargs)
+        if fn == worker._commit_and_claim and answer[1].jobs:
+            down = True
+        return answer
+
+    worker.store_thread.call = call  # type: ignore[method-assign]
+
+
+async def _stop_once(worker: Worker, ready: Any) -> int:
+    run = asyncio.create_task(worker.run())
+    while not ready():  # noqa: ASYNC110 - a log line to wait for, no event
+        await asyncio.sleep(0.01)
+    worker.stop()
+    return await asyncio.wait_for(run, 20)
+
+
+def test_a_worker_stopped_during_an_outage_with_nothing_to_commit_exits_at_once(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An actor whose orchestrator died is told to stop; with the database gone too it
+    must not retry its claim for ever (it lived on as an orphan)."""
+    app = trawl.App()
+
+    @app.task(tags=["product"])
+    async def price(ctx: trawl.Context) -> None:
+        return None
+
+    worker = Worker(app, url=db_url, concurrency=4, grace=60)
+    _outage_after_first_claim(worker, at_once=True)
+    failing = lambda: "failed, retrying" in caplog.text  # noqa: E731
+    assert asyncio.run(_stop_once(worker, failing)) == 0  # well before the 60 s grace
+
+
+def test_a_worker_stopped_during_an_outage_gives_up_its_commits_after_the_grace(
+    db_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = trawl.App()
+
+    @app.task(tags=["product"], timeout="1h")
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        return {"n": ctx.data["n"]}
+
+    products(db_url, 4)
+    worker = Worker(app, url=db_url, concurrency=8, grace=0.5)
+    _outage_after_first_claim(worker)
+    failing = lambda: "failed, retrying" in caplog.text  # noqa: E731
+    assert asyncio.run(_stop_once(worker, failing)) == 0
+    assert "gave up committing 4 finished attempts after the grace period" in caplog.text
+    with Store(db_url) as store:  # nothing was committed: the leases will lapse
+        assert {s.task: s.running for s in store.status()}["price"] == 4

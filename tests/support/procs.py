@@ -8,6 +8,7 @@ ends, pass or fail.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -38,6 +39,24 @@ def wait_for(check: Callable[[], T], what: str, timeout: float = 30.0, interval:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(interval)
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below *pid*, read from /proc (Linux)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
 
 
 class Proc:
@@ -135,8 +154,14 @@ class Procs:
         return self.trawl(*args, name=name or f"worker-{len(self.started)}")
 
     def close(self) -> None:
+        """Kill every process started here, and their children: an orchestrator's actors
+        are in sessions of their own, and outlive a kill -9 of it by design."""
         for proc in self.started:
+            children = descendants(proc.pid) if proc.alive else []
             proc.kill()
+            for pid in children:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
 
     def __enter__(self) -> Procs:
         return self

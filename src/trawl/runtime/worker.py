@@ -98,6 +98,7 @@ class Worker:
         self._committing: list[AttemptResult] = []
         self._commits = 0
         self._stopping = False
+        self._stopped_at = 0.0  # monotonic time of stop()
         self._signals = 0
         self.hooks = hooks or ActorHooks(
             for_app(app),
@@ -124,6 +125,8 @@ class Worker:
 
     def stop(self) -> None:
         """Stop claiming; running attempts get the grace period to finish."""
+        if not self._stopping:
+            self._stopped_at = time.monotonic()
         self._stopping = True
         self._wake.set()
 
@@ -319,17 +322,37 @@ class Worker:
     ) -> tuple[CommitReport, engine_claim.ClaimBatch]:
         """Commit and claim on *db*, waiting out outages. A call that failed may still have
         committed (the connection died before its answer came back), so every call after a
-        failure first takes back the jobs it leased."""
+        failure first takes back the jobs it leased. Once stopping it claims nothing more,
+        and past the grace period it gives up on what it could not commit."""
         delay = 0.5
         known: frozenset[int] | None = None
         while True:
             try:
                 return await db.call(self._commit_and_claim, db.store, results, limit, known)
             except DatabaseUnavailable as error:
+                if self._past_grace():
+                    self._give_up(results, error)
+                    return CommitReport(), engine_claim.ClaimBatch(jobs=[])
                 log.warning("claim failed, retrying in %.1fs: %s", delay, error)
                 await asyncio.sleep(delay)
                 delay = min(RETRY_MAX, delay * 2)
                 known = self._held()
+                if self._stopping:
+                    limit = 0
+                    if not results:
+                        return CommitReport(), engine_claim.ClaimBatch(jobs=[])
+
+    def _past_grace(self) -> bool:
+        return self._stopping and time.monotonic() - self._stopped_at > self.grace
+
+    def _give_up(self, results: list[AttemptResult], error: Exception) -> None:
+        if results:
+            log.error(
+                "stopping: gave up committing %d finished attempts after the grace period "
+                "(%s); their jobs run again once their leases lapse",
+                len(results),
+                error,
+            )
 
     def _held(self) -> frozenset[int]:
         """The jobs this worker holds: running, or finished and waiting for their commit."""
@@ -395,9 +418,13 @@ class Worker:
     async def _flush(self, store: Store) -> None:
         while self._pending:
             results = self._take_pending()
-            report = await self._retrying(
-                "commit", self.store_thread, commit_resilient, store, results
-            )
+            try:
+                report = await self._retrying(
+                    "commit", self.store_thread, commit_resilient, store, results
+                )
+            except DatabaseUnavailable as error:  # stopping, and past the grace period
+                self._give_up(results, error)
+                report = CommitReport()
             self._committed(results, report)
 
     def _take_pending(self) -> list[AttemptResult]:
@@ -511,7 +538,12 @@ class Worker:
     async def _sweep(self, db: StoreThread) -> None:
         """Settle lapsed leases of this worker's tasks as lost attempts before claiming."""
         self._next_sweep = time.monotonic() + SWEEP_EVERY
-        lost, report = await self._retrying("sweep", db, sweep_lapsed, db.store, self.defs)
+        try:
+            lost, report = await self._retrying(
+                "sweep", db, sweep_lapsed, db.store, self.defs, wanted_at_stop=False
+            )
+        except DatabaseUnavailable:  # stopping: others will sweep
+            return
         for result in (r for r in lost if r.job_id in report.committed):
             log.warning("job %s of %s: %s", result.item_id, result.task, _why(result))
         if lost:
@@ -520,16 +552,35 @@ class Worker:
     async def _clock_loop(self, store: Store) -> None:
         while True:
             await asyncio.sleep(CHECK_EVERY)
-            await self._retrying("clock check", self.store_thread, self.clock.recheck, store)
+            try:
+                await self._retrying(
+                    "clock check",
+                    self.store_thread,
+                    self.clock.recheck,
+                    store,
+                    wanted_at_stop=False,
+                )
+            except DatabaseUnavailable:  # stopping
+                return
 
-    async def _retrying(self, what: str, db: StoreThread, fn: Callable[..., T], *args: Any) -> T:
+    async def _retrying(
+        self,
+        what: str,
+        db: StoreThread,
+        fn: Callable[..., T],
+        *args: Any,
+        wanted_at_stop: bool = True,
+    ) -> T:
         """Run a store call on *db*'s thread, waiting out database outages with growing
-        pauses."""
+        pauses; once stopping, only until the grace period is over, or not at all for a
+        call that is not *wanted_at_stop* (raising the last DatabaseUnavailable)."""
         delay = 0.5
         while True:
             try:
                 return await db.call(fn, *args)
             except DatabaseUnavailable as error:
+                if self._past_grace() or (self._stopping and not wanted_at_stop):
+                    raise
                 log.warning("%s failed, retrying in %.1fs: %s", what, delay, error)
                 await asyncio.sleep(delay)
                 delay = min(RETRY_MAX, delay * 2)
