@@ -42,7 +42,7 @@ def test_sessions_share_the_api_server_and_its_tokens(db_url: str) -> None:
                 with pytest.raises(InvalidStatus) as refused:
                     async with connect(url):
                         pass
-                assert refused.value.response.status_code == 403
+                assert refused.value.response.status_code == 401
 
         asyncio.run(main())
         health = httpx.get(f"{base}/health")

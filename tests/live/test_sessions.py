@@ -248,6 +248,6 @@ def test_oversized_frames_close_the_connection_and_no_token_is_refused(live: str
         with pytest.raises(InvalidStatus) as refused:
             async with connect(live.replace("token=good", "token=bad")):
                 pass
-        assert refused.value.response.status_code == 403
+        assert refused.value.response.status_code == 401
 
     run(main)

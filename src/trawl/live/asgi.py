@@ -13,13 +13,14 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 
 from trawl.live import session as codes
 from trawl.live.bucket import TokenBucket
 from trawl.live.frames import Envelope
+from trawl.live.framing import Answer, BadFrame, Framing, LiveFraming, Refused
 from trawl.live.node import Node
 from trawl.live.session import Session
 
@@ -28,26 +29,10 @@ log = logging.getLogger(__name__)
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-Authorize = Callable[[Scope], Awaitable[bool]]
+# What *authorize* answers: False or None refuses; True admits; anything else admits and is
+# handed to the session as its ``identity``.
+Authorize = Callable[[Scope], Awaitable[Any]]
 
-Id = Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
-
-
-class Hello(msgspec.Struct, forbid_unknown_fields=True):
-    hello: str
-    protocol: int
-
-
-class ClientFrame(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
-    action: Annotated[str, msgspec.Meta(min_length=1, max_length=100)] | None = None
-    body: Any = None
-    id: Id | None = None
-    answer: Id | None = None
-    error: str | None = None
-
-
-_hello = msgspec.json.Decoder(Hello)
-_frame = msgspec.json.Decoder(ClientFrame)
 _encode = msgspec.json.Encoder().encode
 
 
@@ -80,8 +65,11 @@ class Socket:
 class LiveApp:
     """Serve *sessions* (Session subclasses, by their ``type``) on *node*.
 
-    *authorize* sees the connection's ASGI scope before the handshake is accepted (False:
-    refused with HTTP 403). Frames over *max_frame* bytes close the connection (1009); a
+    *authorize* sees the connection's ASGI scope before the handshake is accepted: False or
+    None refuses it (HTTP 401 where the server can say so, else close code 4401), True
+    admits it, and anything else admits it and becomes the session's ``identity``.
+    *framing* is the shape of the frames (:class:`~trawl.live.framing.LiveFraming` by
+    default). Frames over *max_frame* bytes close the connection (1009); a
     client pacing is a token bucket of *burst* tokens refilled at *rate* per second, cut
     after *cut_after* tokens of debt (4429). The hello must come within *hello_timeout*.
     When *node* is a factory, the app starts and stops it on ASGI lifespan events, and
@@ -100,6 +88,7 @@ class LiveApp:
         rate: float = 2.0,
         cut_after: int = 10,
         setup: Callable[[Node], Awaitable[None]] | None = None,
+        framing: Framing | None = None,
     ) -> None:
         self._factory = None if isinstance(node, Node) else node
         self._setup = setup
@@ -113,6 +102,7 @@ class LiveApp:
                 raise ValueError(f"two session classes are named {name!r}")
             self.sessions[name] = cls
         self.authorize = authorize
+        self.framing: Framing = framing or LiveFraming()
         self.max_frame, self.hello_timeout = max_frame, hello_timeout
         self.bucket = (burst, rate, cut_after)
         TokenBucket(burst, rate, cut_after)  # checks the numbers now, not at the first client
@@ -151,8 +141,9 @@ class LiveApp:
         node = self.node
         if (await receive())["type"] != "websocket.connect":
             return
-        if node is None or (self.authorize is not None and not await self.authorize(scope)):
-            await send({"type": "websocket.close", "code": codes.UNAUTHORIZED})
+        identity = True if self.authorize is None else await self.authorize(scope)
+        if node is None or identity is None or identity is False:
+            await _refuse(scope, send)
             return
         await send({"type": "websocket.accept"})
         socket = Socket(send)
@@ -164,32 +155,13 @@ class LiveApp:
             return
         if first is None:
             return
-        cls = await self._welcome(first, socket)
-        if cls is None:
+        try:
+            cls, hello = self.framing.hello(first, self.sessions)
+        except Refused as refused:
+            await socket.close(refused.code, refused.reason)
             await _drain(receive)
             return
-        await self._run(node, cls, socket, receive)
-
-    async def _welcome(self, text: str, socket: Socket) -> type[Session] | None:
-        try:
-            hello = _hello.decode(text)
-        except msgspec.DecodeError as error:
-            await socket.close(codes.BAD_FRAME, f"bad hello: {error}")
-            return None
-        cls = self.sessions.get(hello.hello)
-        if cls is None:
-            await socket.close(
-                codes.UNKNOWN_SESSION,
-                f"no session {hello.hello[:40]!r}; there are: {', '.join(sorted(self.sessions))}",
-            )
-            return None
-        if hello.protocol != cls.protocol:
-            await socket.close(
-                codes.PROTOCOL_MISMATCH,
-                f"session {cls.type!r} speaks protocol {cls.protocol}, not {hello.protocol}",
-            )
-            return None
-        return cls
+        await self._run(node, cls, socket, receive, hello, None if identity is True else identity)
 
     async def _text(self, receive: Receive, socket: Socket) -> str | None:
         """The next text frame, or None once the client has gone (or was cut off)."""
@@ -212,29 +184,34 @@ class LiveApp:
             return None
         return text
 
-    async def _run(self, node: Node, cls: type[Session], socket: Socket, receive: Receive) -> None:
+    async def _run(
+        self,
+        node: Node,
+        cls: type[Session],
+        socket: Socket,
+        receive: Receive,
+        hello: Any,
+        identity: Any,
+    ) -> None:
         name = f"{cls.type}-{secrets.token_hex(4)}"
         behaviour = cls()
         behaviour._link = socket
+        behaviour.hello, behaviour.identity = hello, identity
         queries: set[str] = set()
-        client = node.attach(f"~client-{name}", _to_client(socket, queries))
+        client = node.attach(f"~client-{name}", _to_client(socket, queries, self.framing))
         behaviour.client = client
-        await socket.send(
-            {
-                "welcome": {
-                    "session": cls.type,
-                    "protocol": cls.protocol,
-                    "address": f"{node.id}:{name}",
-                }
-            }
-        )
+        welcome = self.framing.welcome(cls, f"{node.id}:{name}")
+        if welcome is not None:
+            await socket.send(welcome)
         address = node.spawn(behaviour, name)
         stopped = node.watch(address)
         pending: asyncio.Queue[tuple[float, str]] = asyncio.Queue(
             self.bucket[0] + self.bucket[2] + 1
         )
         reader = asyncio.create_task(self._read(node, socket, receive, pending))
-        handler = asyncio.create_task(_dispatch(node, address, client, socket, pending, queries))
+        handler = asyncio.create_task(
+            _dispatch(node, address, client, socket, pending, queries, self.framing)
+        )
         try:
             waits: list[asyncio.Future[Any]] = [reader, stopped]
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
@@ -286,6 +263,7 @@ async def _dispatch(
     socket: Socket,
     pending: asyncio.Queue[tuple[float, str]],
     queries: set[str],
+    framing: Framing,
 ) -> None:
     while True:
         ready_at, text = await pending.get()
@@ -293,67 +271,60 @@ async def _dispatch(
         if wait > 0:
             await asyncio.sleep(wait)
         try:
-            frame = _frame.decode(text)
-            if (frame.action is None) == (frame.answer is None):
-                raise ValueError("a frame has either `action` or `answer`")
-        except (msgspec.DecodeError, ValueError) as error:
+            frame = framing.inbound(text)
+            if isinstance(frame, Answer) and frame.conv not in queries:
+                raise BadFrame(f"no query {frame.conv!r} is waiting")
+        except BadFrame as error:
             node.stats["bad_frames"] += 1
-            await socket.send({"error": {"type": "BadFrame", "message": str(error)[:500]}})
+            await socket.send(framing.failure(None, "BadFrame", str(error)[:500]))
             continue
-        if frame.answer is not None:
-            if frame.answer not in queries:
-                await socket.send(
-                    {
-                        "error": {
-                            "type": "BadFrame",
-                            "message": f"no query {frame.answer!r} is waiting",
-                        }
-                    }
-                )
-                continue
-            queries.discard(frame.answer)
-            await node._post(
-                Envelope(
-                    to=address,
-                    sender=client,
-                    conv=frame.answer,
-                    reply=True,
-                    body=frame.body,
-                    error=frame.error,
-                )
+        if isinstance(frame, Answer):
+            queries.discard(frame.conv)
+            envelope = Envelope(
+                to=address,
+                sender=client,
+                conv=frame.conv,
+                reply=True,
+                body=frame.body,
+                error=frame.error,
             )
-            continue
-        conv = f"c:{frame.id}" if frame.id is not None else None
-        await node._post(
-            Envelope(
-                to=address, action=frame.action or "", body=frame.body, sender=client, conv=conv
+        else:
+            envelope = Envelope(
+                to=address, action=frame.action, body=frame.body, sender=client, conv=frame.conv
             )
-        )
+        await node._post(envelope)
 
 
-def _to_client(socket: Socket, queries: set[str]) -> Callable[[Envelope], Awaitable[None]]:
+def _to_client(
+    socket: Socket, queries: set[str], framing: Framing
+) -> Callable[[Envelope], Awaitable[None]]:
     async def deliver(envelope: Envelope) -> None:
         if envelope.action == "sentinel" and not envelope.conv:
             return
         if envelope.reply:
-            frame: dict[str, Any] = {}
-            if envelope.conv is not None:
-                frame["reply"] = envelope.conv.removeprefix("c:")
             if envelope.error is not None:
                 kind, _, message = envelope.error.partition(": ")
-                frame["error"] = {"type": kind, "message": message}
-            else:
-                frame["body"] = envelope.body
-            await socket.send(frame)
+                await socket.send(framing.failure(envelope.conv, kind, message))
+            elif envelope.conv is not None:
+                await socket.send(framing.reply(envelope.conv, envelope.body))
         elif envelope.conv is not None:
             queries.add(envelope.conv)
-            await socket.send(
-                {"query": envelope.conv, "action": envelope.action, "body": envelope.body}
-            )
+            await socket.send(framing.query(envelope.conv, envelope.action, envelope.body))
         else:
-            await socket.send({"event": envelope.action, "body": envelope.body})
+            await socket.send(framing.event(envelope.action, envelope.body))
 
     return deliver
+
+
+async def _refuse(scope: Scope, send: Send) -> None:
+    """Turn the handshake down: HTTP 401 where the server supports denial responses."""
+    if "websocket.http.response" in (scope.get("extensions") or {}):
+        body = b'{"status": 401, "title": "Unauthorized", "detail": "a valid token is needed"}'
+        headers = [(b"content-type", b"application/problem+json")]
+        await send({"type": "websocket.http.response.start", "status": 401, "headers": headers})
+        await send({"type": "websocket.http.response.body", "body": body})
+    else:
+        await send({"type": "websocket.close", "code": codes.UNAUTHORIZED})
 
 
 async def _drain(receive: Receive) -> None:

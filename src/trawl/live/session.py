@@ -52,6 +52,8 @@ class Session(Actor):
     type: ClassVar[str]
     protocol: ClassVar[int] = 1
     client: str
+    hello: Any = None  # what the framing took from the client's hello (None: nothing)
+    identity: Any = None  # who the server's authorize said the client is (None: anyone)
     _link: Link | None = None
 
     async def push(self, event: str, body: Any = None) -> None:
