@@ -16,6 +16,7 @@ from trawl.cli import (
     items,
     jobs,
     journal,
+    pipeline,
     run,
     schedule,
     serve,
@@ -75,6 +76,7 @@ for command in (
     demo.demo,
     serve.serve,
     token.token,
+    pipeline.pipeline,
 ):
     cli.add_command(command)
 

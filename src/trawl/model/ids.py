@@ -48,6 +48,20 @@ def check_tag(name: object) -> str:
     return name
 
 
+_PIPELINE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_pipeline_id(value: object) -> str:
+    """A pipeline id: it names WARC files and live addresses, so letters, digits, ``.``,
+    ``_`` and ``-`` only, at most 64, starting with a letter or digit."""
+    if not isinstance(value, str) or not _PIPELINE_ID.fullmatch(value):
+        raise InvalidItemId(
+            f"pipeline id {str(value)[:80]!r}: use 1 to 64 letters, digits, '.', '_' or '-',"
+            " starting with a letter or digit"
+        )
+    return value
+
+
 def check_text(value: str, what: str) -> str:
     """Return *value* if it has no NUL: PostgreSQL cannot store one in text."""
     if "\x00" in value:

@@ -25,6 +25,7 @@ class TaskInfo:
     depends_on: tuple[str, ...] = ()
     rerun_on_change: bool = True
     max_failures: int | None = None
+    pipeline_tag: str | None = None  # only remote pipelines with this tag run it
 
 
 # ClaimedJob and AttemptResult are made once per job on the worker's hot path: msgspec
@@ -182,6 +183,27 @@ class TokenRow:
     created_at: float
     last_used_at: float | None
     revoked_at: float | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PipelineRow:
+    """A remote pipeline as stored: its identity and routing, and what its last session
+    said of itself (never its token)."""
+
+    id: str
+    tags: tuple[str, ...]
+    match_only: bool  # takes only work routed to one of its tags
+    slots: int
+    created_at: float
+    token_rotated_at: float
+    draining: bool  # told to finish what it holds and claim nothing more
+    connected_at: float | None  # None: no session open
+    server: str | None  # the server node holding its session
+    last_checkin: float | None
+    client_version: str | None
+    in_use: int  # slots busy, as its last ping said
+    disk_free: int | None  # bytes, as its last ping said
+    disk_total: int | None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

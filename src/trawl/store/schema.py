@@ -64,6 +64,8 @@ tasks = sa.Table(
     sa.Column("paused", Flag, nullable=False, server_default=sa.false()),
     sa.Column("paused_reason", sa.Text(), nullable=True),
     sa.Column("max_failures", sa.Integer(), nullable=True),
+    # Only remote pipelines with this tag claim the task's jobs (NULL: normal pipelines).
+    sa.Column("pipeline_tag", sa.Text(), nullable=True),
 )
 
 # Task -> the tasks whose valid results it needs first (depends_on).
@@ -343,4 +345,29 @@ journal_consumers = sa.Table(
     sa.Column("position", sa.BigInteger(), nullable=False),
     sa.Column("created_at", Time, nullable=False),
     sa.Column("acked_at", Time, nullable=True),
+)
+
+# Remote pipelines (trawl.server): workers on other machines that claim over a WebSocket.
+# The token is stored as a scrypt hash like an API token's. The session columns say what
+# the pipeline's open session (if any) last reported; the live registry is the truth of
+# whether it is connected, these are for `trawl pipeline list` from anywhere.
+pipelines = sa.Table(
+    "pipelines",
+    metadata,
+    sa.Column("id", sa.Text(), primary_key=True),
+    sa.Column("salt", sa.LargeBinary(), nullable=False),
+    sa.Column("hash", sa.LargeBinary(), nullable=False),
+    sa.Column("tags", Json, nullable=False),  # JSON list of names
+    sa.Column("match_only", Flag, nullable=False),
+    sa.Column("slots", sa.Integer(), nullable=False),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Column("token_rotated_at", Time, nullable=False),
+    sa.Column("draining", Flag, nullable=False, server_default=sa.false()),
+    sa.Column("connected_at", Time, nullable=True),
+    sa.Column("server", sa.Text(), nullable=True),
+    sa.Column("last_checkin", Time, nullable=True),
+    sa.Column("client_version", sa.Text(), nullable=True),
+    sa.Column("in_use", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("disk_free", sa.BigInteger(), nullable=True),
+    sa.Column("disk_total", sa.BigInteger(), nullable=True),
 )

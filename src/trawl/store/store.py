@@ -31,6 +31,7 @@ from trawl.store.crawls import CrawlTables
 from trawl.store.gates import Gates
 from trawl.store.items import Items
 from trawl.store.listings import Listings
+from trawl.store.pipelines import Pipelines
 from trawl.store.queues import Queues
 from trawl.store.results import Results
 from trawl.store.sql import NEW_JOBS, NOTIFY, RESELECT, q
@@ -53,11 +54,12 @@ _FAILURE = q(
 _TASK_ROW = q("SELECT version, ttl, timeout, retries, niceness FROM tasks WHERE name = :name")
 _TASK_TAGS = q("SELECT tag FROM task_tags WHERE task = :name ORDER BY tag")
 _UPSERT_TASK = q(
-    "INSERT INTO tasks (name, version, ttl, timeout, retries, niceness, registered_at)"
-    " VALUES (:name, :version, :ttl, :timeout, :retries, :niceness, :now)"
+    "INSERT INTO tasks (name, version, ttl, timeout, retries, niceness, registered_at,"
+    " pipeline_tag)"
+    " VALUES (:name, :version, :ttl, :timeout, :retries, :niceness, :now, :pipeline_tag)"
     " ON CONFLICT (name) DO UPDATE SET version = excluded.version, ttl = excluded.ttl,"
     " timeout = excluded.timeout, retries = excluded.retries, niceness = excluded.niceness,"
-    " registered_at = excluded.registered_at"
+    " registered_at = excluded.registered_at, pipeline_tag = excluded.pipeline_tag"
 )
 _CLEAR_TASK_TAGS = q("DELETE FROM task_tags WHERE task = :name")
 _ADD_TASK_TAG = q("INSERT INTO task_tags (task, tag) VALUES (:name, :tag)")
@@ -101,7 +103,8 @@ class Store:
     transaction (:meth:`write`, :meth:`read`): ``items``, ``results``, ``gates`` (the
     claim's), ``queues`` (the orchestrator's), ``crawls`` (the crawl tables), ``listings``
     (cursor-paged reads for the API), ``tokens`` (API tokens), ``consumers`` (named journal
-    readers). Nothing outside ``trawl.store`` touches the connection (``db``) or SQLAlchemy.
+    readers), ``pipelines`` (remote workers). Nothing outside ``trawl.store`` touches the
+    connection (``db``) or SQLAlchemy.
     """
 
     def __init__(self, url: str, *, clock: Clock = time.time) -> None:
@@ -114,6 +117,7 @@ class Store:
         self.listings = Listings(self.db)
         self.tokens = Tokens(self.db)
         self.consumers = Consumers(self.db)
+        self.pipelines = Pipelines(self.db)
         self.clock = clock
 
     @property
@@ -197,6 +201,7 @@ class Store:
                 "retries": info.retries,
                 "niceness": info.niceness,
                 "now": now,
+                "pipeline_tag": info.pipeline_tag,
             },
         )
         tags = tuple(sorted(set(info.tags)))

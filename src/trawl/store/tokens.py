@@ -41,7 +41,8 @@ _REVOKE = q(
 _USED = q("UPDATE tokens SET last_used_at = :now WHERE id = :id")
 
 
-def _hash(secret: str, salt: bytes) -> bytes:
+def hash_secret(secret: str, salt: bytes) -> bytes:
+    """The stored form of a token's secret (a pipeline's too)."""
     return hashlib.scrypt(secret.encode(), salt=salt, n=_N, r=_R, p=_P, dklen=32)
 
 
@@ -66,7 +67,7 @@ class Tokens:
         checked = check_scope(scope)
         token_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
         salt = secrets.token_bytes(16)
-        digest = _hash(secret, salt)
+        digest = hash_secret(secret, salt)
         with self.db.write():
             found = self.db.execute(_BY_NAME, {"name": name}).first()
             if found is not None and found.revoked_at is None:
@@ -106,7 +107,7 @@ class Tokens:
             row = self.db.execute(_BY_ID, {"id": token_id}).first()
         if row is None or row.revoked_at is not None:
             return None
-        if not hmac.compare_digest(_hash(secret, bytes(row.salt)), bytes(row.hash)):
+        if not hmac.compare_digest(hash_secret(secret, bytes(row.salt)), bytes(row.hash)):
             return None
         if row.last_used_at is None or now - row.last_used_at >= USED_EVERY:
             with self.db.write():
