@@ -311,3 +311,96 @@ def test_declarations_that_cannot_work_are_refused_at_once() -> None:
 
     with pytest.raises(ValueError, match="restart="):
         daemon(restart="sometimes")  # type: ignore[arg-type]
+
+
+class Desk(Actor):
+    """A slow concurrent action beside a quick one."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.waiting = 0
+
+    @action(concurrent=True)
+    async def slow(self, message: int) -> int:
+        self.waiting += 1
+        await self.gate.wait()
+        return message * 2
+
+    @action()
+    async def quick(self, message: int) -> int:
+        return message + 1
+
+    @action()
+    async def open(self, message: None) -> None:
+        self.gate.set()
+
+    @action(concurrent=True)
+    async def broken(self, message: None) -> None:
+        raise RuntimeError("broken on purpose")
+
+
+def test_a_concurrent_action_lets_the_mailbox_move_on_and_answers_when_done() -> None:
+    async def main() -> None:
+        async with Node("n1") as node:
+            desk = Desk()
+            address = node.spawn(desk, "desk")
+            slow = [asyncio.create_task(node.ask(address, "slow", n)) for n in range(3)]
+            await until(lambda: desk.waiting == 3, "three slow actions running at once")
+            assert await node.ask(address, "quick", 1) == 2  # not behind the slow ones
+            assert not any(task.done() for task in slow)
+            await node.send(address, "open", None)
+            assert await asyncio.gather(*slow) == [0, 2, 4]
+
+    run(main)
+
+
+def test_stopping_an_actor_cancels_its_concurrent_actions_and_tells_the_askers() -> None:
+    async def main() -> None:
+        async with Node("n1") as node:
+            desk = Desk()
+            address = node.spawn(desk, "desk")
+            stopped = node.watch(address)
+            asked = asyncio.create_task(node.ask(address, "slow", 1))
+            await until(lambda: desk.waiting == 1, "the slow action to start")
+            await node.stop_actor(address)
+            with pytest.raises(RemoteError) as told:
+                await asked
+            assert told.value.kind == "ActorStopped"
+            assert (await stopped).outcome == "done"
+
+    run(main)
+
+
+def test_a_concurrent_action_that_raises_crashes_its_actor_after_answering() -> None:
+    async def main() -> None:
+        async with Node("n1") as node:
+            address = node.spawn(Desk(), "desk")
+            stopped = node.watch(address)
+            with pytest.raises(RemoteError, match="broken on purpose"):
+                await node.ask(address, "broken", None)
+            ended = await stopped
+            assert ended.outcome == "crashed"
+            assert "broken on purpose" in (ended.error or "")
+
+    run(main)
+
+
+class Quitter(Actor):
+    """Stops itself from a daemon, with no message in hand."""
+
+    @daemon(restart="never")
+    async def quit_soon(self) -> None:
+        await asyncio.sleep(0.05)
+        self.ctx.stop()
+        await asyncio.sleep(3600)  # stopping cancels this daemon
+
+
+def test_an_actor_that_stops_itself_from_a_daemon_stops_at_once() -> None:
+    async def main() -> None:
+        async with Node("n1") as node:
+            address = node.spawn(Quitter(), "quitter")
+            async with asyncio.timeout(5):
+                ended = await node.watch(address)
+            assert ended.outcome == "done"
+
+    run(main)

@@ -34,6 +34,7 @@ class ActionSpec:
     param: str
     wants_conversation: bool
     client: bool
+    concurrent: bool = False
     _schema: Any = None
     _resolved: bool = False
 
@@ -56,14 +57,18 @@ class DaemonSpec:
     dead_man: bool
 
 
-def action(name: str | None = None, *, client: bool = False) -> Callable[[F], F]:
+def action(
+    name: str | None = None, *, client: bool = False, concurrent: bool = False
+) -> Callable[[F], F]:
     """Declare an action. *name* defaults to the method's; *client* lets a WebSocket client
-    call it (a session's other actions are for actors only)."""
+    call it (a session's other actions are for actors only). A *concurrent* action runs in
+    a task of its own, so the mailbox moves on while it waits (on a database, say): at most
+    ``MAX_CONCURRENT`` at once per actor, cancelled when the actor stops."""
 
     def mark(fn: F) -> F:
         if not inspect.iscoroutinefunction(fn):
             raise TypeError(f"action {fn.__qualname__} must be an async def method")
-        fn.__trawl_action__ = (name or fn.__name__, client)  # type: ignore[attr-defined]
+        fn.__trawl_action__ = (name or fn.__name__, client, concurrent)  # type: ignore[attr-defined]
         return fn  # type: ignore[return-value]
 
     return mark
@@ -139,10 +144,10 @@ Actor._daemons = ()
 
 
 def _action_spec(klass: type, attr: str, fn: Callable[..., Any]) -> ActionSpec:
-    name, client = fn.__trawl_action__  # type: ignore[attr-defined]
+    name, client, concurrent = fn.__trawl_action__  # type: ignore[attr-defined]
     params = list(inspect.signature(fn).parameters.values())[1:]
     if not 1 <= len(params) <= 2:
         raise TypeError(
             f"action {klass.__name__}.{attr} takes (self, message) or (self, message, conversation)"
         )
-    return ActionSpec(name, attr, fn, params[0].name, len(params) == 2, client)
+    return ActionSpec(name, attr, fn, params[0].name, len(params) == 2, client, concurrent)

@@ -6,9 +6,9 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from trawl.live.actor import Actor, DaemonSpec
+from trawl.live.actor import ActionSpec, Actor, DaemonSpec
 from trawl.live.context import Context
 from trawl.live.conversation import Conversation, check
 from trawl.live.errors import ActorStopped, SchemaError
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STOP_HOOK_SECONDS = 5.0  # on_stop gets this long before the actor is gone regardless
+MAX_CONCURRENT = 64  # concurrent actions running at once per actor; more wait their turn
 FULL_WARNING_EVERY = 10.0
 
 
@@ -34,6 +35,8 @@ class Cell:
         self.ended = False
         self._cause: BaseException | None = None
         self._daemons: list[asyncio.Task[None]] = []
+        self._concurrent: set[asyncio.Task[None]] = set()
+        self._room = asyncio.Semaphore(MAX_CONCURRENT)
         self._full_warned = 0.0
         self._current: Envelope | None = None  # the message being handled
         self.ctx = Context(node, self)
@@ -130,6 +133,12 @@ class Cell:
                 await self._refuse(conv, envelope, f"SchemaError: {error}")
                 return
             method = getattr(behaviour, spec.method)
+            if spec.concurrent:
+                await self._room.acquire()  # back-pressure: the mailbox waits meanwhile
+                task = asyncio.create_task(self._concurrently(method, spec, body, conv))
+                self._concurrent.add(task)
+                conv = None  # the task owns it now
+                return
             self._current = envelope
             try:
                 result = await (method(body, conv) if spec.wants_conversation else method(body))
@@ -144,6 +153,30 @@ class Cell:
         finally:
             if conv is not None:
                 conv.close()
+
+    async def _concurrently(
+        self, method: Any, spec: ActionSpec, body: Any, conv: Conversation | None
+    ) -> None:
+        """A concurrent action: it answers as any action does; if it raises, the actor
+        crashes as it would (after the asker is told)."""
+        try:
+            result = await (method(body, conv) if spec.wants_conversation else method(body))
+            if conv is not None and not conv.replied:
+                await conv.reply(result)
+        except asyncio.CancelledError:
+            if conv is not None and not conv.replied:
+                await conv.fail(f"ActorStopped: {self.address} stopped before answering")
+            raise
+        except Exception as error:
+            if conv is not None:
+                await conv.fail(_describe(error))
+            log.exception("action %s of %s failed", spec.name, self.address)
+            self.die(error)
+        finally:
+            if conv is not None:
+                conv.close()
+            self._room.release()
+            self._concurrent.discard(asyncio.current_task())
 
     async def _refuse(self, conv: Conversation | None, envelope: Envelope, error: str) -> None:
         if conv is not None:
@@ -202,6 +235,11 @@ class Cell:
     async def _end(self, outcome: Outcome, error: str | None) -> None:
         self.ended = True
         await self._stop_daemons()
+        running, current = list(self._concurrent), asyncio.current_task()
+        for task in running:
+            if task is not current:
+                task.cancel()
+        await asyncio.gather(*(t for t in running if t is not current), return_exceptions=True)
         try:
             async with asyncio.timeout(STOP_HOOK_SECONDS):
                 await self.behaviour.on_stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from trawl.live.conversation import DEFAULT_TIMEOUT, Conversation
@@ -61,8 +62,13 @@ class Context:
         self._node.monitor(address, self.address)
 
     def stop(self) -> None:
-        """Stop this actor once the message being handled is done."""
-        self._cell.stop_requested = True
+        """Stop this actor once the message being handled is done; called from a daemon
+        or a concurrent action (no message in hand), at once."""
+        cell = self._cell
+        if cell._current is None and asyncio.current_task() is not cell.task:
+            cell.stop()
+        else:
+            cell.stop_requested = True
 
     async def stop_actor(self, address: str) -> None:
         await self._node.stop_actor(address)
