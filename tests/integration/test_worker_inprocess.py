@@ -14,7 +14,7 @@ from tests.integration.helpers import item, job_of, sql_statements_by_thread
 from trawl.engine.claim import ClaimBatch
 from trawl.model.errors import DatabaseUnavailable
 from trawl.model.records import FailureRecord
-from trawl.runtime.store_thread import StoreThread
+from trawl.runtime.backend import LocalBackend, LocalLane
 from trawl.runtime.worker import Worker
 from trawl.store.store import Store
 
@@ -247,16 +247,16 @@ def test_a_claim_whose_answer_was_lost_is_taken_back_not_left_running(
         app, url=db_url, concurrency=8, connections=connections, exit_when_idle=True, grace=5
     )
     lost: list[list[str]] = []
-    real = StoreThread.call
+    real = LocalLane.commit_and_claim
 
-    async def call(self: StoreThread, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        answer = await real(self, fn, *args, **kwargs)
-        if fn == worker._commit_and_claim and answer[1].jobs and len(lost) < 2:
+    async def call(self: LocalLane, *args: Any) -> Any:
+        answer = await real(self, *args)
+        if answer[1].jobs and len(lost) < 2:
             lost.append([job.item_id for job in answer[1].jobs])
             raise DatabaseUnavailable("server closed the connection before the answer came")
         return answer
 
-    monkeypatch.setattr(StoreThread, "call", call)  # every lane's
+    monkeypatch.setattr(LocalLane, "commit_and_claim", call)  # every lane's
     assert asyncio.run(asyncio.wait_for(worker.run(), 60)) == 0
     assert len(lost) == 2
     assert all(lost)
@@ -267,22 +267,36 @@ def test_a_claim_whose_answer_was_lost_is_taken_back_not_left_running(
     assert [e for e in entries if e.kind in ("job.failed", "job.released")] == []
 
 
-def _outage_after_first_claim(worker: Worker, *, at_once: bool = False) -> None:
-    """Every store call on the worker's thread fails once a claim has leased jobs (or from
-    the first claim on, *at_once*): a database that went away and stays away."""
-    real = worker.store_thread.call
+def _outage_after_first_claim(monkeypatch: pytest.MonkeyPatch, *, at_once: bool = False) -> None:
+    """Every claim, commit, sweep and clock check fails once a claim has leased jobs (or
+    from the first claim on, *at_once*): a database that went away and stays away."""
     down = at_once
+    real_claim = LocalLane.commit_and_claim
 
-    async def call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-        nonlocal down
-        if down and fn != worker._prepare:
+    def gone() -> None:
+        if down:
             raise DatabaseUnavailable("the database went away")
-        answer = await real(fn, *args, **kwargs)
-        if fn == worker._commit_and_claim and answer[1].jobs:
-            down = True
+
+    async def claim(self: LocalLane, *args: Any) -> Any:
+        nonlocal down
+        gone()
+        answer = await real_claim(self, *args)
+        down = bool(answer[1].jobs)
         return answer
 
-    worker.store_thread.call = call  # type: ignore[method-assign]
+    async def fail(*args: Any, **kwargs: Any) -> Any:
+        gone()
+        raise AssertionError("only reached while the database is up")
+
+    real_sweep = LocalLane.sweep
+    monkeypatch.setattr(LocalLane, "commit_and_claim", claim)
+    monkeypatch.setattr(LocalLane, "sweep", lambda *a: _after(gone, real_sweep, *a))
+    monkeypatch.setattr(LocalBackend, "commit", fail)
+
+
+async def _after(check: Any, real: Any, *args: Any) -> Any:
+    check()
+    return await real(*args)
 
 
 async def _stop_once(worker: Worker, ready: Any) -> int:
@@ -294,7 +308,7 @@ async def _stop_once(worker: Worker, ready: Any) -> int:
 
 
 def test_a_worker_stopped_during_an_outage_with_nothing_to_commit_exits_at_once(
-    db_url: str, caplog: pytest.LogCaptureFixture
+    db_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An actor whose orchestrator died is told to stop; with the database gone too it
     must not retry its claim for ever (it lived on as an orphan)."""
@@ -304,14 +318,14 @@ def test_a_worker_stopped_during_an_outage_with_nothing_to_commit_exits_at_once(
     async def price(ctx: trawl.Context) -> None:
         return None
 
+    _outage_after_first_claim(monkeypatch, at_once=True)
     worker = Worker(app, url=db_url, concurrency=4, grace=60)
-    _outage_after_first_claim(worker, at_once=True)
     failing = lambda: "failed, retrying" in caplog.text  # noqa: E731
     assert asyncio.run(_stop_once(worker, failing)) == 0  # well before the 60 s grace
 
 
 def test_a_worker_stopped_during_an_outage_gives_up_its_commits_after_the_grace(
-    db_url: str, caplog: pytest.LogCaptureFixture
+    db_url: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app = trawl.App()
 
@@ -320,8 +334,8 @@ def test_a_worker_stopped_during_an_outage_gives_up_its_commits_after_the_grace(
         return {"n": ctx.data["n"]}
 
     products(db_url, 4)
+    _outage_after_first_claim(monkeypatch)
     worker = Worker(app, url=db_url, concurrency=8, grace=0.5)
-    _outage_after_first_claim(worker)
     failing = lambda: "failed, retrying" in caplog.text  # noqa: E731
     assert asyncio.run(_stop_once(worker, failing)) == 0
     assert "gave up committing 4 finished attempts after the grace period" in caplog.text

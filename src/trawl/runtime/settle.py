@@ -43,13 +43,14 @@ def sweep_lapsed(
     """Settle lapsed leases of *defs*' tasks as lost attempts (fenced, so a late commit of
     the original worker or a second sweeper changes nothing twice)."""
     found = store.lapsed(list(defs), SWEEP_BATCH)
-    results = [_lost(defs[job.task], job, owner) for job, owner in found]
+    results = [lost_result(defs[job.task], job, owner) for job, owner in found]
     if not results:
         return results, CommitReport()
     return results, commit(store, results)
 
 
-def _lost(task: TaskDef, job: ClaimedJob, owner: str | None) -> AttemptResult:
+def lost_result(task: TaskDef, job: ClaimedJob, owner: str | None) -> AttemptResult:
+    """*job*'s attempt as lost: its lease lapsed without a commit."""
     why = (
         f"attempt {job.attempt} of worker {owner or '?'} ended without a commit: its lease"
         " lapsed (the process was killed, crashed or stalled)"

@@ -11,25 +11,22 @@ import secrets
 import signal
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
 from trawl.engine import claim as engine_claim
-from trawl.engine.commit import commit, commit_resilient
-from trawl.model.errors import DatabaseUnavailable, DataRejected
+from trawl.model.errors import DatabaseUnavailable
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport
 from trawl.model.states import Outcome
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.app import App, TaskDef
 from trawl.runtime.attempt import released, run_attempt
+from trawl.runtime.backend import Backend, Lane, LocalBackend
 from trawl.runtime.clock import CHECK_EVERY, WorkerClock
 from trawl.runtime.context import Context
 from trawl.runtime.plugins import for_app
-from trawl.runtime.settle import sweep_lapsed
 from trawl.runtime.stats import WorkerStats
-from trawl.runtime.store_thread import StoreThread
-from trawl.store.notify import Listener
 from trawl.store.store import Store
 
 log = logging.getLogger("trawl.worker")
@@ -59,13 +56,16 @@ class Worker:
         linger: float = 0.0,
         connections: int = 1,
         clock: WorkerClock | None = None,
+        backend: Backend | None = None,
     ) -> None:
         """``hooks``: the plugin hooks to fire (default: the app's plugins, as a worker).
         ``claim``: how to lease a batch (an actor's keyed claim). ``linger``: with
         ``exit_when_idle``, how long the queue must stay empty before the worker exits.
         ``connections``: claim/commit lanes, each a database connection of its own with a
         batch of at most its share of the slots in flight. ``clock``: the worker's time and
-        how far from the database's it may be (runtime/clock.py)."""
+        how far from the database's it may be (runtime/clock.py). ``backend``: where to
+        claim and commit (default: the database at *url*; a remote pipeline's is a
+        tracker server, runtime/remote.py)."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if connections < 1:
@@ -106,7 +106,6 @@ class Worker:
                 type="worker", key=None, pid=os.getpid(), owner=self.owner, tasks=tuple(self.defs)
             ),
         )
-        self._claim = claim or self._claim_gated
         self.linger = linger
         self.connections = connections
         self._reserved = 0  # slots promised to claims in flight on any lane
@@ -115,11 +114,15 @@ class Worker:
         self.clock = clock or WorkerClock()
         self._wake = asyncio.Event()  # something to claim, commit or stop for
         self._commit_wanted = asyncio.Event()
-        # The worker's database thread (claims, commits, Context reads); connects on first
-        # use. Leases are renewed on a connection of their own: a long commit or claim on
-        # the worker's connection must not make them lapse.
-        self.store_thread = StoreThread(Store(self.url, clock=self.clock.now))
-        self._renewer = StoreThread(Store(self.url, clock=self.clock.now), name="trawl-db-leases")
+        self.backend: Backend = backend or LocalBackend(
+            self.url,
+            owner=self.owner,
+            clock=self.clock,
+            claim=claim or self._claim_gated,
+            tasks=list(self.defs),
+            connections=connections,
+            on_store=self.hooks.tap,
+        )
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -132,57 +135,33 @@ class Worker:
 
     async def run(self) -> int:
         """Run until stopped; returns the process exit code."""
-        store = self.store_thread.store
         loop = asyncio.get_running_loop()
         try:
-            await self.store_thread.call(self._prepare, store)
-            self.hooks.tap(store)
+            await self.backend.prepare(self.defs, self._gates)
             self.hooks.startup()
-            listener = Listener(self.url, lambda: self._wake_from_thread(loop))
-            listener.start()
+            self.backend.listen(lambda: self._wake_from_thread(loop))
             self._install_signals(loop)
-            lanes = [self.store_thread] + [
-                StoreThread(Store(self.url, clock=self.clock.now), name=f"trawl-db-lane{n}")
-                for n in range(1, self.connections)
-            ]
             try:
-                for lane in lanes[1:]:
-                    self.hooks.tap(lane.store)
-                await self._serve(lanes)
+                await self._serve(self.backend.lanes())
             finally:
-                listener.stop()
                 self._remove_signals(loop)
                 self.hooks.shutdown()
-                for lane in lanes[1:]:
-                    await asyncio.to_thread(lane.close)
         finally:
-            await asyncio.to_thread(self._renewer.close)
-            await asyncio.to_thread(self.store_thread.close)
+            await self.backend.close()
         log.info("worker %s stopped: %s", self.owner, self.stats.line())
         return 0
 
-    def _prepare(self, store: Store) -> None:
-        self.clock.check(store)
-        store.ensure_schema(auto=store.is_sqlite)
-        requeued = store.register_tasks(d.info() for d in self.defs.values())
-        store.register_limits(
-            sorted({lim for g in self._gates for lim in g.limits}, key=lambda lim: lim.name)
-        )
-        for task, count in requeued.items():
-            log.info("task %s has a new version: %d results are due again", task, count)
-
-    async def _serve(self, lanes: list[StoreThread]) -> None:
-        store = self.store_thread.store
+    async def _serve(self, lanes: list[Lane]) -> None:
         helpers = [
             asyncio.create_task(self._heartbeat_loop()),
             asyncio.create_task(self._watchdog_loop()),
             asyncio.create_task(self._progress_loop()),
-            asyncio.create_task(self._clock_loop(store)),
+            asyncio.create_task(self._clock_loop()),
         ]
         try:
             await self._claim_lanes(lanes)
             # From here on nothing is claimed: finished attempts are committed as they come.
-            helpers.append(asyncio.create_task(self._commit_loop(store)))
+            helpers.append(asyncio.create_task(self._commit_loop()))
             await self._drain()
         finally:
             for helper in helpers:
@@ -220,44 +199,7 @@ class Worker:
     def _claim_gated(self, store: Store, limit: int) -> engine_claim.ClaimBatch:
         return engine_claim.claim(store, self._gates, limit, self.owner)
 
-    def _commit_and_claim(
-        self,
-        store: Store,
-        results: list[AttemptResult],
-        limit: int,
-        known: frozenset[int] | None = None,
-    ) -> tuple[CommitReport, engine_claim.ClaimBatch]:
-        """On the database thread: commit what finished and lease the next batch in one
-        transaction, so a busy worker pays one COMMIT (one WAL flush) per batch, not two.
-        With *known* (the jobs this worker holds), running jobs leased to this worker that
-        it does not know are taken back first: they are from a claim whose answer was lost
-        with the connection although its transaction committed."""
-        if limit <= 0:
-            report = commit_resilient(store, results) if results else CommitReport()
-            return report, engine_claim.ClaimBatch(jobs=[])
-        try:
-            with store.unit():
-                report = commit(store, results) if results else CommitReport()
-                batch = self._claim_adopting(store, limit, known)
-        except DataRejected:  # one attempt holds a value the database refuses: find it
-            return commit_resilient(store, results), self._claim_adopting(store, limit, known)
-        return report, batch
-
-    def _claim_adopting(
-        self, store: Store, limit: int, known: frozenset[int] | None
-    ) -> engine_claim.ClaimBatch:
-        if known is None:
-            return self._claim(store, limit)
-        with store.write():
-            lost = [j for j in store.held_by(list(self.defs), self.owner) if j.job_id not in known]
-            if lost:
-                log.warning("took back %d jobs leased by a claim whose answer was lost", len(lost))
-            batch = self._claim(store, limit - len(lost)) if limit > len(lost) else None
-        if batch is None:
-            return engine_claim.ClaimBatch(jobs=lost)
-        return engine_claim.ClaimBatch(jobs=lost + batch.jobs, wake_at=batch.wake_at)
-
-    async def _claim_lanes(self, lanes: list[StoreThread]) -> None:
+    async def _claim_lanes(self, lanes: list[Lane]) -> None:
         """Run a claim loop per lane until all have stopped. A lane that fails stops the
         others, so the worker drains and exits instead of running on with fewer lanes."""
         loops = [asyncio.create_task(self._claim_loop(lane)) for lane in lanes]
@@ -270,7 +212,7 @@ class Worker:
                 task.cancel()
             await asyncio.gather(*loops, return_exceptions=True)
 
-    async def _claim_loop(self, db: StoreThread) -> None:
+    async def _claim_loop(self, lane: Lane) -> None:
         """Until stopped: commit what finished and claim into the free slots, together.
 
         Claims wait until a quarter of a lane's share of the slots is free, so they come in
@@ -278,26 +220,26 @@ class Worker:
         several lanes each batch is at most its share, so one lane's batch runs while
         another's commit and claim are at the database (slots a claim in flight will fill
         are reserved, so the lanes never lease more than the free slots)."""
-        store = db.store
         idle_delay = 0.01
         idle_since: float | None = None
-        share = -(-self.concurrency // self.connections)
-        low_water = max(1, share // 4)
         while not self._stopping:
-            free = self.concurrency - len(self._running) - self._reserved
+            slots = min(self.concurrency, self.backend.capacity() or self.concurrency)
+            share = -(-slots // self.connections)
+            low_water = max(1, share // 4)
+            free = slots - len(self._running) - self._reserved
             claiming = free >= low_water or not (self._running or self._reserved)
             if not claiming and not self._pending:
                 await self._wait(self.poll)  # let slots free up so claims come in batches
                 continue
             if claiming and time.monotonic() >= self._next_sweep:
-                await self._sweep(db)
+                await self._sweep(lane)
             epoch = self._commits
             results = self._take_pending()
             limit = min(free, share) if claiming else 0
             self._reserved += limit
             self._calls += 1
             try:
-                report, batch = await self._lane_call(db, results, limit)
+                report, batch = await self._lane_call(lane, results, limit)
             finally:
                 self._reserved -= limit
                 self._calls -= 1
@@ -314,11 +256,11 @@ class Worker:
                 idle_since = idle_since or time.monotonic()
                 if time.monotonic() - idle_since >= self.linger:
                     return
-            await self._wait(_until(batch.wake_at, store.clock(), idle_delay))
+            await self._wait(_until(batch.wake_at, lane.now(), idle_delay))
             idle_delay = min(self.poll, idle_delay * 2)
 
     async def _lane_call(
-        self, db: StoreThread, results: list[AttemptResult], limit: int
+        self, lane: Lane, results: list[AttemptResult], limit: int
     ) -> tuple[CommitReport, engine_claim.ClaimBatch]:
         """Commit and claim on *db*, waiting out outages. A call that failed may still have
         committed (the connection died before its answer came back), so every call after a
@@ -328,7 +270,7 @@ class Worker:
         known: frozenset[int] | None = None
         while True:
             try:
-                return await db.call(self._commit_and_claim, db.store, results, limit, known)
+                return await lane.commit_and_claim(results, limit, known)
             except DatabaseUnavailable as error:
                 if self._past_grace():
                     self._give_up(results, error)
@@ -388,7 +330,7 @@ class Worker:
             tags=job.tags,
             attempt=job.attempt,
             task=job.task,
-            reader=self.store_thread,
+            reader=self.backend.reader,
             loop=asyncio.get_running_loop(),
         )
         if self.hooks.ticks:
@@ -409,19 +351,17 @@ class Worker:
 
     # -- committing -----------------------------------------------------------------------
 
-    async def _commit_loop(self, store: Store) -> None:
+    async def _commit_loop(self) -> None:
         while True:
             await self._commit_wanted.wait()
             self._commit_wanted.clear()
-            await self._flush(store)
+            await self._flush()
 
-    async def _flush(self, store: Store) -> None:
+    async def _flush(self) -> None:
         while self._pending:
             results = self._take_pending()
             try:
-                report = await self._retrying(
-                    "commit", self.store_thread, commit_resilient, store, results
-                )
+                report = await self._retrying("commit", self.backend.commit, results)
             except DatabaseUnavailable as error:  # stopping, and past the grace period
                 self._give_up(results, error)
                 report = CommitReport()
@@ -483,7 +423,7 @@ class Worker:
             if not held:
                 continue
             try:
-                kept = await self._renewer.call(self._renewer.store.renew, held)
+                kept = await self.backend.renew(held)
             except DatabaseUnavailable as error:
                 log.warning("lease renewal failed: %s", error)
                 continue
@@ -535,12 +475,12 @@ class Worker:
         if self._on_progress is not None:
             self._on_progress(self.stats)
 
-    async def _sweep(self, db: StoreThread) -> None:
+    async def _sweep(self, lane: Lane) -> None:
         """Settle lapsed leases of this worker's tasks as lost attempts before claiming."""
         self._next_sweep = time.monotonic() + SWEEP_EVERY
         try:
             lost, report = await self._retrying(
-                "sweep", db, sweep_lapsed, db.store, self.defs, wanted_at_stop=False
+                "sweep", lane.sweep, self.defs, wanted_at_stop=False
             )
         except DatabaseUnavailable:  # stopping: others will sweep
             return
@@ -549,16 +489,12 @@ class Worker:
         if lost:
             self.hooks.committed(lost, report)
 
-    async def _clock_loop(self, store: Store) -> None:
+    async def _clock_loop(self) -> None:
         while True:
             await asyncio.sleep(CHECK_EVERY)
             try:
                 await self._retrying(
-                    "clock check",
-                    self.store_thread,
-                    self.clock.recheck,
-                    store,
-                    wanted_at_stop=False,
+                    "clock check", self.backend.recheck_clock, wanted_at_stop=False
                 )
             except DatabaseUnavailable:  # stopping
                 return
@@ -566,18 +502,17 @@ class Worker:
     async def _retrying(
         self,
         what: str,
-        db: StoreThread,
-        fn: Callable[..., T],
+        call: Callable[..., Awaitable[T]],
         *args: Any,
         wanted_at_stop: bool = True,
     ) -> T:
-        """Run a store call on *db*'s thread, waiting out database outages with growing
-        pauses; once stopping, only until the grace period is over, or not at all for a
-        call that is not *wanted_at_stop* (raising the last DatabaseUnavailable)."""
+        """Await a backend call, waiting out outages with growing pauses; once stopping,
+        only until the grace period is over, or not at all for a call that is not
+        *wanted_at_stop* (raising the last DatabaseUnavailable)."""
         delay = 0.5
         while True:
             try:
-                return await db.call(fn, *args)
+                return await call(*args)
             except DatabaseUnavailable as error:
                 if self._past_grace() or (self._stopping and not wanted_at_stop):
                     raise
