@@ -10,15 +10,7 @@ import click
 from trawl.cli import output
 from trawl.cli.common import json_option, open_store
 from trawl.model.records import PipelineRow
-from trawl.store.pipelines import MAX_SLOTS
-
-# A session pings every 15 s; two missed pings and its row no longer counts as connected
-# (a server that died cannot say its sessions ended).
-STALE_AFTER = 45.0
-
-
-def is_connected(row: PipelineRow, now: float) -> bool:
-    return row.connected_at is not None and now - (row.last_checkin or 0.0) < STALE_AFTER
+from trawl.store.pipelines import MAX_SLOTS, is_connected
 
 
 def pipeline_json(row: PipelineRow, now: float) -> dict[str, Any]:
@@ -95,7 +87,8 @@ def list_pipelines(as_json: bool) -> None:
     """Pipelines with their routing, whether connected, slots in use, last
     check-in, client version and disk free.
 
-    With --json, a list of the objects `trawl pipeline show --json` prints.
+    With --json, a list of the objects `trawl pipeline show --json` prints:
+    [{"id", "tags", "slots", "connected", "in_use", "last_checkin", ...}].
     """
     store = open_store()
     now = store.clock()

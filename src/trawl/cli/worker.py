@@ -27,6 +27,7 @@ from trawl.runtime.clock import WorkerClock
 from trawl.runtime.dryrun import DryRunJob
 from trawl.runtime.dryrun import dry_run as dry_run_jobs
 from trawl.runtime.loader import load_app
+from trawl.runtime.remote.run import Remote
 from trawl.runtime.worker import Worker, run_worker
 from trawl.store.url import display
 
@@ -80,6 +81,20 @@ log = logging.getLogger("trawl.cli")
     help="With --dry-run: how many due jobs to run.",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: one JSON object a job.")
+@click.option(
+    "--server",
+    metavar="URL",
+    help="Run as a remote pipeline: claim and commit through the tracker at URL "
+    "(ws://host:port, as `trawl serve` listens) instead of the database.",
+)
+@click.option("--pipeline", "pipeline_id", metavar="ID", help="With --server: the pipeline's id.")
+@click.option(
+    "--token",
+    metavar="TOKEN",
+    envvar="TRAWL_PIPELINE_TOKEN",
+    help="With --server: the pipeline's token [default: $TRAWL_PIPELINE_TOKEN, which keeps "
+    "it out of the process list].",
+)
 @click.pass_context
 def worker(
     ctx: click.Context,
@@ -98,6 +113,9 @@ def worker(
     dry_run: bool,
     limit: int,
     as_json: bool,
+    server: str | None,
+    pipeline_id: str | None,
+    token: str | None,
 ) -> None:
     """Run the tasks of APP, given as module:attr or path/to/file.py:attr.
 
@@ -114,18 +132,26 @@ def worker(
     {"item": "sku:1", "task": "price", "outcome": "done", "result": {...},
      "error": null, "effects": [{"effect": "UpdateData", "id": "sku:1",
      "diff": {"added": {...}, "changed": {"k": [old, new]}, "removed": []}}]}
+
+    With --server, --pipeline and --token the worker is a remote pipeline
+    (docs/pipelines.md): it needs no database credentials, only the app's code;
+    it runs the app's tasks that the tracker routes to the pipeline, and keeps
+    running what it holds through a dropped connection, reconnecting with backoff.
     """
     progress.configure_logging(log_level)
+    remote = _remote(server, pipeline_id, token, connections=connections, dry_run=dry_run)
     app = load_app(app_spec)
-    names = _task_names(tasks, app)
+    names = _task_names(tasks, app, remote=remote is not None)
     if dry_run:
         reports = asyncio.run(dry_run_jobs(app, settings().db or app.db, names, limit))
         _print_dry_run(reports, as_json)
         return
     app.plugins.extend(serve_metrics(metrics))
+    backend = remote.backend(concurrency) if remote is not None else None
     with progress.reporter(show_progress, progress_every, progress.WORKER) as on_progress:
         runner = Worker(
             app,
+            owner=backend.owner if backend is not None else None,
             url=settings().db or app.db,
             concurrency=concurrency,
             connections=connections,
@@ -134,16 +160,18 @@ def worker(
             grace=grace,
             on_progress=on_progress,
             clock=WorkerClock(max_skew=max_clock_skew, use_database=use_database_clock),
+            backend=backend,
         )
+        where = remote.describe() if remote is not None else display(runner.url)
         log.info(
             "worker %s: tasks %s on %s, concurrency %d, %d connection(s)",
             runner.owner,
             ", ".join(runner.defs),
-            display(runner.url),
+            where,
             concurrency,
             runner.connections,
         )
-        code = run_worker(runner)
+        code = run_worker(runner) if remote is None else remote.run(runner)
     ctx.exit(code)
 
 
@@ -162,11 +190,35 @@ def _print_dry_run(reports: list[DryRunJob], as_json: bool) -> None:
         click.echo(f"dry run: {output.plural(len(reports), 'job')}, nothing written")
 
 
-def _task_names(tasks: str | None, app: App) -> list[str] | None:
+def _remote(
+    server: str | None,
+    pipeline_id: str | None,
+    token: str | None,
+    *,
+    connections: int,
+    dry_run: bool,
+) -> Remote | None:
+    if server is None:
+        if pipeline_id is not None:
+            raise click.UsageError("--pipeline and --token go with --server")
+        return None
+    if not pipeline_id or not token:
+        raise click.UsageError("--server needs --pipeline ID and --token TOKEN")
+    if not server.startswith(("ws://", "wss://")):
+        raise click.BadParameter(f"{server!r}: expected ws://host:port", param_hint="--server")
+    if settings().db is not None:
+        raise click.UsageError("--server and --db exclude each other: a pipeline has no database")
+    if dry_run or connections != 1:
+        raise click.UsageError("--dry-run and --connections need the database, not --server")
+    return Remote(server, pipeline_id, token)
+
+
+def _task_names(tasks: str | None, app: App, *, remote: bool = False) -> list[str] | None:
     if not app.declared():
         raise InvalidInput("the app declares no tasks: decorate functions with @app.task")
     if tasks is None:
-        return None
+        # built-in tasks (schedules) need the database: a pipeline runs the app's own
+        return [d.name for d in app.declared()] if remote else None
     names = [name.strip() for name in tasks.split(",") if name.strip()]
     if not names:
         raise click.BadParameter("name at least one task", param_hint="--tasks")

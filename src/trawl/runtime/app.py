@@ -49,6 +49,7 @@ class TaskOptions(TypedDict, total=False):
     failed_cooldown: Duration | None
     visit_weights: tuple[float, float, float] | None
     actor: Actor | None
+    pipeline_tag: str | None
 
 
 DEFAULT_TIMEOUT = 300.0
@@ -72,6 +73,7 @@ class TaskDef:
     niceness: int
     schedule: Schedule = field(default_factory=Schedule)
     actor: Actor = field(default_factory=Actor)  # how `trawl run` runs it
+    pipeline_tag: str | None = None  # only remote pipelines with this tag run it
 
     def info(self) -> TaskInfo:
         return TaskInfo(
@@ -85,6 +87,7 @@ class TaskDef:
             depends_on=self.schedule.depends_on,
             rerun_on_change=self.schedule.rerun_on_change,
             max_failures=self.schedule.max_failures,
+            pipeline_tag=self.pipeline_tag,
         )
 
 
@@ -162,6 +165,7 @@ class App:
         failed_cooldown: Duration | None = None,
         visit_weights: tuple[float, float, float] | None = None,
         actor: Actor | None = None,
+        pipeline_tag: str | None = None,
     ) -> F | Callable[[F], F]:
         """Declare a task; it runs on every item carrying one of *tags*.
 
@@ -183,6 +187,7 @@ class App:
 
         ``actor=trawl.Actor(...)``: how ``trawl run`` runs it: launch keys, how many actor
         processes, per-actor start-up and shut-down (see docs/orchestrator.md).
+        ``pipeline_tag``: only remote pipelines with this tag run it (docs/pipelines.md).
         """
 
         def register(func: F) -> F:
@@ -218,6 +223,7 @@ class App:
                     visit_weights=visit_weights,
                 ),
                 actor=_actor(actor, task_name),
+                pipeline_tag=None if pipeline_tag is None else check_tag(pipeline_tag),
             )
             return func
 

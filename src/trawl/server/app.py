@@ -14,7 +14,8 @@ from litestar.openapi.spec import Components, SecurityScheme
 from trawl.runtime import dbmetrics
 from trawl.server import auth, openapi, problems
 from trawl.server.live import Live, load_sessions
-from trawl.server.routes import crawls, failures, items, journal, meta, tasks
+from trawl.server.pipelines.session import WATCH_EVERY
+from trawl.server.routes import crawls, failures, items, journal, meta, pipelines, tasks
 from trawl.server.stores import Stores
 from trawl.server.wakeups import Wakeups
 
@@ -29,11 +30,13 @@ def create_app(
     token_cache: float = auth.CACHE_SECONDS,
     metrics_cache: float = dbmetrics.CACHE_SECONDS,
     live: Live | None = None,
+    pipeline_watch: float = WATCH_EVERY,
 ) -> Litestar:
     """The API for the database at *url*, lending requests up to *connections* database
     connections at a time. A checked token is remembered *token_cache* seconds; the
     database's gauges are read at most every *metrics_cache* seconds. *live* serves
-    WebSocket sessions at /live (by default a node of its own with no session types)."""
+    WebSocket sessions at /live (by default a node of its own with no session types);
+    remote pipelines' at /ws/pipeline, each re-reading its row every *pipeline_watch* s."""
     stores = Stores(url, connections)
     live = live or Live()
     wakeups = Wakeups(url)
@@ -41,6 +44,7 @@ def create_app(
 
     tokens = auth.Tokens(stores, cache_seconds=token_cache)
     live.tokens = tokens
+    live.serve_pipelines(stores, watch_every=pipeline_watch)
 
     def provide(value: Any) -> Provide:
         return Provide(lambda: value, use_cache=True, sync_to_thread=False)
@@ -61,12 +65,14 @@ def create_app(
             journal.Consumers,
             crawls.Crawls,
             crawls.Hosts,
-            live.route(),
+            pipelines.Pipelines,
+            *live.routes(),
         ],
         dependencies={
             "stores": provide(stores),
             "wakeups": provide(wakeups),
             "gauges": provide(gauges),
+            "live": provide(live),
         },
         guards=[auth.guard],
         # by status too: a path no route matches (404, 405) is answered before the app's

@@ -18,9 +18,14 @@ from litestar import asgi
 from litestar.types import Receive, Scope, Send
 
 from trawl.live import AmqpTransport, LiveApp, Node, RedisMap, Session
+from trawl.model import wire
 from trawl.model.errors import InvalidInput
 from trawl.model.scopes import scope_allows
 from trawl.server.auth import PUBLIC, Tokens
+from trawl.server.pipelines.customs import CUSTOM_EFFECTS
+from trawl.server.pipelines.endpoint import endpoint
+from trawl.server.pipelines.session import WATCH_EVERY
+from trawl.server.stores import Stores
 
 PATH = "/live"
 
@@ -40,6 +45,10 @@ class Live:
         self.node: Node | None = None
         self.tokens: Tokens | None = None
         self.app = LiveApp(self._node, list(sessions), authorize=self._authorize)
+        self.pipelines: LiveApp | None = None  # /ws/pipeline, once the server has its stores
+
+    def serve_pipelines(self, stores: Stores, *, watch_every: float = WATCH_EVERY) -> None:
+        self.pipelines = endpoint(stores, CUSTOM_EFFECTS, watch_every=watch_every)
 
     def _node(self) -> Node:
         transport = AmqpTransport(self.amqp, self.cluster) if self.amqp else None
@@ -49,6 +58,8 @@ class Live:
     async def start(self) -> None:
         self.node = await self._node().start()
         self.app.node = self.node
+        if self.pipelines is not None:
+            self.pipelines.node = self.node
 
     async def stop(self) -> None:
         if self.node is not None:
@@ -69,14 +80,20 @@ class Live:
         row = await self.tokens.check(text.strip())
         return row is not None and scope_allows(row.scope, "read")
 
-    def route(self) -> Any:
-        endpoint = self.app
+    def routes(self) -> list[Any]:
+        """The session endpoints: /live, and /ws/pipeline once pipelines are served."""
+        served = [(PATH, self.app)]
+        if self.pipelines is not None:
+            served.append((wire.PATH, self.pipelines))
+        return [_mount(path, app) for path, app in served]
 
-        @asgi(PATH, is_mount=True, copy_scope=True, opt={"scope": PUBLIC}, include_in_schema=False)
-        async def live(scope: Scope, receive: Receive, send: Send) -> None:
-            await endpoint(scope, receive, send)  # type: ignore[arg-type]
 
-        return live
+def _mount(path: str, app: LiveApp) -> Any:
+    @asgi(path, is_mount=True, copy_scope=True, opt={"scope": PUBLIC}, include_in_schema=False)
+    async def mounted(scope: Scope, receive: Receive, send: Send) -> None:
+        await app(scope, receive, send)  # type: ignore[arg-type]
+
+    return mounted
 
 
 def load_sessions(specs: Sequence[str]) -> list[type[Session]]:

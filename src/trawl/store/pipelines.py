@@ -21,6 +21,9 @@ from trawl.store.sql import q
 from trawl.store.tokens import hash_secret
 
 MAX_SLOTS = 10_000
+# A session pings every 15 s; two missed pings and its row no longer counts as connected
+# (a server that died cannot say its sessions ended).
+STALE_AFTER = 45.0
 
 _COLUMNS = (
     "id, tags, match_only, slots, created_at, token_rotated_at, draining, connected_at,"
@@ -31,7 +34,7 @@ _INSERT = q(
     " token_rotated_at) VALUES (:id, :salt, :hash, :tags, :match_only, :slots, :now, :now)"
     " ON CONFLICT (id) DO NOTHING RETURNING id"
 )
-_LIST = q(f"SELECT {_COLUMNS} FROM pipelines ORDER BY id")
+_LIST = q(f"SELECT {_COLUMNS} FROM pipelines WHERE id > :after ORDER BY id LIMIT :limit")
 _GET = q(f"SELECT {_COLUMNS} FROM pipelines WHERE id = :id")
 _SECRET = q("SELECT salt, hash FROM pipelines WHERE id = :id")
 _ROTATE = q(
@@ -76,6 +79,11 @@ def _row(r: Any) -> PipelineRow:
     )
 
 
+def is_connected(row: PipelineRow, now: float) -> bool:
+    """Whether *row*'s session is open, as far as the database can tell."""
+    return row.connected_at is not None and now - (row.last_checkin or 0.0) < STALE_AFTER
+
+
 def check_slots(slots: int) -> int:
     if not 1 <= slots <= MAX_SLOTS:
         raise InvalidInput(f"slots must be between 1 and {MAX_SLOTS}, got {slots}")
@@ -112,9 +120,10 @@ class Pipelines:
             raise Conflict(f"a pipeline named {pipeline_id!r} exists (see: trawl pipeline list)")
         return token
 
-    def list(self) -> list[PipelineRow]:
+    def list(self, *, after: str = "", limit: int = 10_000) -> list[PipelineRow]:
+        """Pipelines in id order, after *after*."""
         with self.db.read():
-            return [_row(r) for r in self.db.execute(_LIST)]
+            return [_row(r) for r in self.db.execute(_LIST, {"after": after, "limit": limit})]
 
     def get(self, pipeline_id: str) -> PipelineRow | None:
         with self.db.read():

@@ -117,3 +117,34 @@ class Queues:
         with self.db.read():
             rows: Sequence[Any] = self.db.execute(_HELD, {"task": task, "owner": owner}).all()
         return [_held_job(r) for r in rows]
+
+    def _ids_param(self, ids: Sequence[int]) -> tuple[str, Any]:
+        if self.db.is_sqlite:
+            return "IN (SELECT value FROM json_each(:ids))", codec.dumps(list(ids))
+        return "= ANY(:ids)", list(ids)
+
+    def owned(self, job_ids: Sequence[int], owner: str) -> set[int]:
+        """Of *job_ids*, the running jobs whose lease *owner* holds."""
+        if not job_ids:
+            return set()
+        clause, ids = self._ids_param(job_ids)
+        stmt = q(f"SELECT id FROM jobs WHERE id {clause} AND status = 'running' AND owner = :owner")
+        with self.db.read():
+            return {row[0] for row in self.db.execute(stmt, {"ids": ids, "owner": owner})}
+
+    def committed_attempts(self, attempts: Sequence[tuple[int, int]]) -> set[int]:
+        """Of (job id, attempt) pairs, the jobs whose attempt has ended in a commit of its
+        own: not running, still at that attempt, and not settled as lost by a sweep (error
+        type ``lost``). A commit repeated after a reconnect is then a no-op, not stale."""
+        if not attempts:
+            return set()
+        wanted = dict(attempts)
+        clause, ids = self._ids_param(list(wanted))
+        stmt = q(
+            f"SELECT j.id, j.attempt FROM jobs j WHERE j.id {clause} AND j.status <> 'running'"
+            " AND NOT EXISTS (SELECT 1 FROM failures f WHERE f.job_id = j.id"
+            " AND f.attempt = j.attempt AND f.error_type = 'lost')"
+        )
+        with self.db.read():
+            rows = self.db.execute(stmt, {"ids": ids}).all()
+        return {job for job, attempt in rows if wanted.get(job) == attempt}

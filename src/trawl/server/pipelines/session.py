@@ -1,0 +1,284 @@
+"""A remote pipeline's session: it claims, commits, renews and reads on the pipeline's
+behalf with the same engine verbs a local worker uses, and tells the pipeline when an
+operator drains, disconnects or re-routes it.
+
+Every lease a session takes is held in the pipeline's name (``pipeline:<id>:<owner>``), so
+a pipeline can renew and commit only attempts it was given, even from its next session
+after a reconnect. A commit repeated after a reconnect (its reply was lost) finds its
+attempt already committed and is answered as committed, never applied twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
+from typing import Any, ClassVar, TypeVar
+
+import msgspec
+
+from trawl.engine import claim as engine_claim
+from trawl.live import Conversation, Session, action, daemon
+from trawl.model import wire
+from trawl.model.errors import DatabaseUnavailable, TrawlError
+from trawl.model.limits import Limit
+from trawl.model.records import AttemptResult, CommitReport, PipelineRow, TaskInfo
+from trawl.runtime.backend import commit_and_claim
+from trawl.server.pipelines.effects import BadAttempt, CustomDecoder, attempt_result
+from trawl.server.pipelines.routing import Routing, limit
+from trawl.server.stores import Stores
+from trawl.store.store import Store
+
+log = logging.getLogger("trawl.pipelines")
+T = TypeVar("T")
+
+WATCH_EVERY = 10.0  # seconds between re-reads of the pipeline's row (revoked? re-routed?)
+SERVICE = "pipeline/{}"  # the registry name a pipeline's session offers
+
+
+class PipelineSession(Session):
+    """One per connected pipeline (``trawl serve`` makes a subclass bound to its stores)."""
+
+    type = "pipeline"
+    protocol = wire.VERSION
+    stores: ClassVar[Stores]
+    customs: ClassVar[Mapping[str, CustomDecoder]] = {}
+    watch_every: ClassVar[float] = WATCH_EVERY
+
+    async def on_start(self) -> None:
+        self.row: PipelineRow = self.identity
+        self.spec: wire.Hello = self.hello
+        self.owner = f"pipeline:{self.row.id}:{self.spec.owner}"
+        self.routing = Routing(self.spec, self.row)
+        infos, limits = _registrations(self.spec.tasks)
+        await self.stores.run(partial(_register, infos=infos, limits=limits))
+        await self._supersede()
+        await self.ctx.register(SERVICE.format(self.row.id))
+        await self.stores.run(
+            lambda s: s.pipelines.connected(self.row.id, self.ctx.node, self.spec.client, s.clock())
+        )
+        log.info(
+            "pipeline %s connected (%s, %d slots, tasks: %s)",
+            self.row.id,
+            self.spec.client or "unknown client",
+            self.routing.slots,
+            ", ".join(self.routing.tasks) or "none routed to it",
+        )
+        await self.push("welcome", self._welcome())
+
+    async def on_stop(self) -> None:
+        try:
+            await self.stores.run(lambda s: s.pipelines.disconnected(self.row.id, self.ctx.node))
+        except DatabaseUnavailable:
+            log.warning("pipeline %s: could not record its disconnect", self.row.id)
+        log.info("pipeline %s disconnected", self.row.id)
+
+    def _welcome(self) -> wire.Welcome:
+        return wire.Welcome(
+            pipeline=self.row.id,
+            session=self.ctx.address,
+            slots=self.routing.slots,
+            tasks=list(self.routing.tasks),
+            ping_every=wire.PING_EVERY,
+            time=time.time(),
+            draining=self.row.draining,
+        )
+
+    async def _supersede(self) -> None:
+        """A pipeline has one session: an older one (a connection its pipeline gave up on)
+        is told to go."""
+        for address in self.ctx.lookup_all(SERVICE.format(self.row.id)):
+            if address != self.ctx.address:
+                try:
+                    await self.ctx.send(address, "superseded", self.ctx.address)
+                except Exception:
+                    log.debug("pipeline %s: old session %s already gone", self.row.id, address)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    @action(client=True, concurrent=True)
+    async def claim(self, request: wire.ClaimRequest, conv: Conversation) -> None:
+        await self._answer(conv, self._claim, request)
+
+    @action(client=True, concurrent=True)
+    async def commit(self, request: wire.CommitRequest, conv: Conversation) -> None:
+        claim = wire.ClaimRequest(limit=0, results=request.results)
+        await self._answer(conv, lambda: self._claim(claim, report_only=True))
+
+    @action(client=True, concurrent=True)
+    async def renew(self, request: wire.RenewRequest, conv: Conversation) -> None:
+        await self._answer(conv, self._renew, request)
+
+    @action(client=True, concurrent=True)
+    async def lapsed(self, request: wire.LapsedRequest, conv: Conversation) -> None:
+        await self._answer(conv, self._lapsed, request)
+
+    @action(client=True, concurrent=True)
+    async def item(self, request: wire.ItemRequest, conv: Conversation) -> None:
+        await self._answer(conv, lambda: self.stores.run(lambda s: s.get_item(request.id)))
+
+    @action(client=True, concurrent=True)
+    async def metadata(self, request: wire.MetadataRequest, conv: Conversation) -> None:
+        await self._answer(
+            conv, lambda: self.stores.run(lambda s: s.get_metadata(request.task, request.id))
+        )
+
+    @action(client=True, concurrent=True)
+    async def ping(self, request: wire.PingRequest, conv: Conversation) -> None:
+        await self._answer(conv, self._ping, request)
+
+    async def _answer(
+        self, conv: Conversation, fn: Callable[..., Awaitable[Any]], *args: Any
+    ) -> None:
+        """Reply with what *fn* gives, or with an error naming what was wrong: a request
+        that fails never ends the session."""
+        try:
+            payload = await fn(*args)
+        except BadAttempt as error:
+            await conv.fail(f"InvalidInput: {error} - at `$.{error.field}`")
+            return
+        except DatabaseUnavailable as error:
+            await conv.fail(f"Unavailable: {error}")
+            return
+        except TrawlError as error:
+            await conv.fail(f"{type(error).__name__}: {error}")
+            return
+        await conv.reply(msgspec.to_builtins(payload))
+
+    async def _claim(self, request: wire.ClaimRequest, report_only: bool = False) -> Any:
+        results = [
+            attempt_result(a, self.customs, f"results[{n}]") for n, a in enumerate(request.results)
+        ]
+        limit = 0 if self.routing.draining else min(request.limit, self.routing.slots)
+        known = frozenset(request.known) if request.known is not None else None
+        work = partial(self._commit_and_claim, results=results, limit=limit, known=known)
+        report, batch = await self.stores.run(work)
+        if report_only:
+            return report
+        return wire.ClaimReply(report=report, jobs=batch.jobs, wake_at=batch.wake_at)
+
+    def _commit_and_claim(
+        self,
+        store: Store,
+        *,
+        results: list[AttemptResult],
+        limit: int,
+        known: frozenset[int] | None,
+    ) -> tuple[wire.Report, engine_claim.ClaimBatch]:
+        """On a connection of the server's: only attempts leased to this pipeline commit;
+        one it committed before is answered as committed (a repeat), others as stale."""
+        owned = store.queues.owned([r.job_id for r in results], self.owner)
+        others = [(r.job_id, r.attempt) for r in results if r.job_id not in owned]
+        repeated = store.queues.committed_attempts(others)
+        mine = [r for r in results if r.job_id in owned]
+        gates = self.routing.gates
+        report, batch = commit_and_claim(
+            store,
+            mine,
+            limit if gates else 0,
+            known,
+            lambda s, n: engine_claim.claim(s, gates, n, self.owner),
+            self.routing.tasks,
+            self.owner,
+        )
+        return _report(report, repeated, [job for job, _ in others if job not in repeated]), batch
+
+    async def _renew(self, request: wire.RenewRequest) -> wire.RenewReply:
+        def renew(store: Store) -> set[int]:
+            owned = store.queues.owned([job for job, _, _ in request.leases], self.owner)
+            return store.renew([lease for lease in request.leases if lease[0] in owned])
+
+        return wire.RenewReply(kept=sorted(await self.stores.run(renew)))
+
+    async def _lapsed(self, request: wire.LapsedRequest) -> wire.LapsedReply:
+        found = await self.stores.run(lambda s: s.lapsed(list(self.routing.tasks), request.limit))
+        return wire.LapsedReply(jobs=[wire.LapsedJob(job=job, owner=who) for job, who in found])
+
+    async def _ping(self, request: wire.PingRequest) -> wire.PingReply:
+        await self.stores.run(
+            lambda s: s.pipelines.checkin(
+                self.row.id,
+                s.clock(),
+                in_use=request.in_use,
+                free=request.disk_free,
+                total=request.disk_total,
+            )
+        )
+        return wire.PingReply(time=time.time())
+
+    # -- what operators and other sessions say ------------------------------------------------
+
+    @action()
+    async def superseded(self, by: str) -> None:
+        await self.push("disconnect", {"reason": f"a newer session of this pipeline ({by})"})
+        self.ctx.stop()
+
+    @action()
+    async def disconnect(self, reason: str) -> None:
+        await self.push("disconnect", {"reason": reason})
+        self.ctx.stop()
+
+    @action()
+    async def refresh(self, reason: str) -> None:
+        """The pipeline's row changed (an operator): read it now, not at the next watch."""
+        await self._reread()
+
+    @action()
+    async def rules(self, change: dict[str, int]) -> None:
+        await self.push("rules", change)
+
+    @daemon(restart="always")
+    async def watch(self) -> None:
+        await asyncio.sleep(self.watch_every)
+        await self._reread()
+
+    async def _reread(self) -> None:
+        row = await self.stores.run(lambda s: s.pipelines.get(self.row.id))
+        if row is None or row.token_rotated_at != self.row.token_rotated_at:
+            why = "deleted" if row is None else "given a new token"
+            log.info("pipeline %s was %s: closing its session", self.row.id, why)
+            await self.push("revoked", {"reason": f"the pipeline was {why}"})
+            self.ctx.stop()
+            return
+        was = self.routing
+        self.row, self.routing = row, Routing(self.spec, row)
+        if row.draining != was.draining:
+            await self.push("drain" if row.draining else "undrain")
+        if (self.routing.tasks, self.routing.slots) != (was.tasks, was.slots):
+            await self.push("routing", self._welcome())
+
+
+def _report(report: CommitReport, repeated: set[int], stale: list[int]) -> wire.Report:
+    return wire.Report(
+        committed=[*report.committed, *sorted(repeated)],
+        stale=[*report.stale, *stale],
+        effect_failures={str(job): why for job, why in report.effect_failures.items()},
+    )
+
+
+def _registrations(tasks: list[wire.TaskSpec]) -> tuple[list[TaskInfo], list[Limit]]:
+    infos = [
+        TaskInfo(
+            name=t.name,
+            version=t.version,
+            tags=tuple(t.tags),
+            ttl=t.ttl,
+            timeout=t.timeout,
+            retries=t.retries,
+            niceness=t.niceness,
+            depends_on=tuple(t.depends_on),
+            rerun_on_change=t.rerun_on_change,
+            max_failures=t.max_failures,
+            pipeline_tag=t.pipeline_tag,
+        )
+        for t in tasks
+    ]
+    limits = {spec.name: limit(spec) for t in tasks for spec in t.limits}
+    return infos, sorted(limits.values(), key=lambda lim: lim.name)
+
+
+def _register(store: Store, *, infos: list[TaskInfo], limits: list[Limit]) -> None:
+    store.register_tasks(infos)
+    store.register_limits(limits)
