@@ -21,6 +21,7 @@ from trawl.cli.common import (
     serve_metrics,
     settings,
 )
+from trawl.crawl.state import remote_crawling
 from trawl.model.errors import InvalidInput
 from trawl.runtime.app import App
 from trawl.runtime.clock import WorkerClock
@@ -35,7 +36,21 @@ log = logging.getLogger("trawl.cli")
 
 
 @click.command("worker")
-@click.argument("app_spec", metavar="APP")
+@click.argument("app_spec", metavar="[APP]", required=False)
+@click.option(
+    "--crawl",
+    "crawling",
+    is_flag=True,
+    help="Run the crawler's fetch task (trawl.crawl.app:app) instead of an APP: a crawl "
+    "worker for every active crawl.",
+)
+@click.option(
+    "--warc-dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False, writable=True),
+    help="With --crawl --server: where this pipeline writes its WARC files, named after the "
+    "crawl's WARC and the pipeline [default: the current directory].",
+)
 @concurrency_option(
     "Tasks run at the same time (async slots; plain functions use threads).", default=16
 )
@@ -98,7 +113,9 @@ log = logging.getLogger("trawl.cli")
 @click.pass_context
 def worker(
     ctx: click.Context,
-    app_spec: str,
+    app_spec: str | None,
+    crawling: bool,
+    warc_dir: str | None,
     concurrency: int,
     connections: int,
     max_clock_skew: float,
@@ -133,6 +150,9 @@ def worker(
      "error": null, "effects": [{"effect": "UpdateData", "id": "sku:1",
      "diff": {"added": {...}, "changed": {"k": [old, new]}, "removed": []}}]}
 
+    --crawl runs crawls instead of an APP (with --server, fetching for a
+    tracker: politeness permits come from it, WARC files go to --warc-dir here).
+
     With --server, --pipeline and --token the worker is a remote pipeline
     (docs/pipelines.md): it needs no database credentials, only the app's code;
     it runs the app's tasks that the tracker routes to the pipeline, and keeps
@@ -140,7 +160,11 @@ def worker(
     """
     progress.configure_logging(log_level)
     remote = _remote(server, pipeline_id, token, connections=connections, dry_run=dry_run)
-    app = load_app(app_spec)
+    app = load_app(_app_spec(app_spec, crawling))
+    if crawling and remote is not None:
+        remote_crawling(remote, warc_dir or ".")
+    elif warc_dir is not None:
+        raise click.UsageError("--warc-dir goes with --crawl --server")
     names = _task_names(tasks, app, remote=remote is not None)
     if dry_run:
         reports = asyncio.run(dry_run_jobs(app, settings().db or app.db, names, limit))
@@ -188,6 +212,18 @@ def _print_dry_run(reports: list[DryRunJob], as_json: bool) -> None:
             click.echo(f"  {output.compact_json(effect)}")
     if not as_json:
         click.echo(f"dry run: {output.plural(len(reports), 'job')}, nothing written")
+
+
+def _app_spec(app_spec: str | None, crawling: bool) -> str:
+    if crawling and app_spec is not None:
+        raise click.UsageError("give an APP or --crawl, not both")
+    if crawling:
+        return "trawl.crawl.app:app"
+    if app_spec is None:
+        raise click.UsageError(
+            "give the APP to run (module:attr or path/to/file.py:attr), or --crawl"
+        )
+    return app_spec
 
 
 def _remote(

@@ -3,6 +3,7 @@ released, a host block, the payload digest, and the links it found."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,25 @@ class Fetched:
     payload: tuple[int, str, str, str] | None = None  # (crawl, digest, url, date): first copy
     discover: Discover | None = None
     host_ok: str | None = None  # a host that had errors answered: its backoff is over
+
+    def wire(self) -> tuple[str, Any]:
+        """As a remote pipeline sends it (crawl/remote.py decodes and checks it)."""
+        body: dict[str, Any] = {
+            "item_id": self.item_id,
+            "attempt": self.attempt,
+            "record": self.record,
+            "block": self.block,
+            "payload": self.payload,
+            "host_ok": self.host_ok,
+        }
+        if self.discover is not None:
+            found = [dataclasses.asdict(f) for f in self.discover.found]
+            body["discover"] = {
+                "crawl_id": self.discover.crawl_id,
+                "parent": self.discover.parent,
+                "found": found,
+            }
+        return "crawl.fetched", body
 
     def apply(self, store: Store, now: float, task: str) -> None:
         tables = store.crawls
@@ -45,6 +65,10 @@ class Skipped:
     reason: str
     record: dict[str, Any]
 
+    def wire(self) -> tuple[str, Any]:
+        body = {"crawl_id": self.crawl_id, "url": self.url, "reason": self.reason}
+        return "crawl.skipped", body | {"record": self.record}
+
     def apply(self, store: Store, now: float, task: str) -> None:
         tables = store.crawls
         tables.set_skip(self.crawl_id, self.url, self.reason)
@@ -56,6 +80,9 @@ class Parked:
     """A custom effect: the crawl was aborted; the page waits until it is resumed."""
 
     item_id: str
+
+    def wire(self) -> tuple[str, Any]:
+        return "crawl.parked", {"item_id": self.item_id}
 
     def apply(self, store: Store, now: float, task: str) -> None:
         store.crawls.park_job(self.item_id)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -14,8 +16,11 @@ from trawl.crawl import client
 from trawl.crawl.client import Response
 from trawl.crawl.options import Options
 from trawl.crawl.politeness import Gate
+from trawl.crawl.port import LocalPort, Port
+from trawl.crawl.remote import RemotePort
 from trawl.crawl.warc import WarcFiles, Written
 from trawl.runtime.context import Context
+from trawl.runtime.remote.run import Remote
 from trawl.store.crawls import CrawlRow
 
 POOL = 256  # connections kept open per process, across hosts
@@ -24,8 +29,12 @@ POOL = 256  # connections kept open per process, across hosts
 class ProcessState:
     """Per-process crawl state, bound to one event loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: Port | None = None, warc_dir: str | None = None) -> None:
         self.gate = Gate()
+        self.port: Port = port or LocalPort(self.gate)
+        # A remote pipeline writes its WARC files here, named for the crawl's WARC and the
+        # pipeline (the crawl's own path is on the tracker's machine).
+        self.warc_dir, self.warc_suffix = warc_dir, ""
         self._client: aiohttp.ClientSession | None = None
         self._warcs: dict[int, tuple[WarcFiles, threading.Lock]] = {}
         self._payloads: dict[int, dict[str, tuple[str, str]]] = {}
@@ -48,7 +57,7 @@ class ProcessState:
         the response record went and whether this is the payload's first copy."""
         index = self._payloads.get(crawl.id)
         if index is None:
-            loaded = await ctx.with_store(lambda store: store.crawls.payloads(crawl.id))
+            loaded = await self.port.payloads(ctx, crawl.id)
             index = self._payloads.setdefault(crawl.id, loaded)  # first loader wins
         ex = resp.exchange
         whole = resp.size > 0 and not resp.truncated
@@ -79,9 +88,16 @@ class ProcessState:
                 "robots": "obey" if options.robots else "ignore",
                 "description": " ".join(crawl.seeds),
             }
-            files = WarcFiles(options.warc, max_size=options.warc_size, info=info)
+            files = WarcFiles(self._warc_path(options.warc), max_size=options.warc_size, info=info)
             found = self._warcs[crawl.id] = (files, threading.Lock())
         return found
+
+    def _warc_path(self, path: str) -> str:
+        if self.warc_dir is None:
+            return path
+        name = os.path.basename(path)
+        stem = name[: -len(".warc.gz")] if name.endswith(".warc.gz") else name
+        return os.path.join(self.warc_dir, f"{stem}{self.warc_suffix}.warc.gz")
 
     async def close(self) -> None:
         if self._client is not None:
@@ -94,6 +110,7 @@ class ProcessState:
 
 
 _runtimes: dict[int, ProcessState] = {}
+_make: Callable[[], ProcessState] = ProcessState
 
 
 def runtime() -> ProcessState:
@@ -101,8 +118,28 @@ def runtime() -> ProcessState:
     key = id(asyncio.get_running_loop())
     found = _runtimes.get(key)
     if found is None:
-        found = _runtimes[key] = ProcessState()
+        found = _runtimes[key] = _make()
     return found
+
+
+def use(make: Callable[[], ProcessState]) -> None:
+    """Make each loop's crawl state with *make* (a remote pipeline's port and WARC dir)."""
+    global _make
+    _make = make
+
+
+def remote_crawling(remote: Remote, warc_dir: str) -> None:
+    """Fetch for *remote*'s tracker: its gate decides, WARC files go to *warc_dir* with the
+    pipeline's id in their names (``crawl-7-scraper-eu.warc.gz``)."""
+    os.makedirs(warc_dir, exist_ok=True)
+    remote.disk_path = warc_dir  # its pings report the disk the WARC files fill
+
+    def make() -> ProcessState:
+        state = ProcessState(port=RemotePort(remote.connection), warc_dir=warc_dir)
+        state.warc_suffix = f"-{remote.pipeline}"
+        return state
+
+    use(make)
 
 
 async def shutdown() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from trawl.crawl import client, extract, urls
@@ -20,10 +19,7 @@ from trawl.crawl.outcomes import Fetched, Parked, Skipped
 from trawl.crawl.politeness import (
     SLACK,
     Plan,
-    block_host,
     capped_delay,
-    host_failed,
-    store_robots,
 )
 from trawl.crawl.robots import MAX_BYTES, MAX_REDIRECTS, UNREACHABLE, Robots, robots_url
 from trawl.crawl.rules import Settings
@@ -50,20 +46,13 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
     rt = runtime()
     crawl_id, url = int(ctx.data["crawl"]), str(ctx.data["url"])
     for _ in range(3):
-        plan: Plan = await ctx.with_store(
-            partial(
-                rt.gate.begin,
-                crawl_id=crawl_id,
-                url=url,
-                item_id=ctx.id,
-                attempt=ctx.attempt,
-                finished=rt.take_finished(),
-            )
-        )
+        plan = await rt.port.begin(ctx, crawl_id, url, rt.take_finished())
         if plan.action in ("park", "defer", "skip"):
             _set_aside(ctx, plan, crawl_id, url)
             return None
-        await _sleep_until(plan.start_at)
+        await _sleep_until(rt.port.local_time(plan.start_at))
+        if _late(plan, time.time() - rt.port.local_time(plan.start_at)):
+            continue  # a busy loop woke us too late: sent now, it could crowd the next start
         blocked = rt.blocked.get(urls.host(url), 0.0)
         if blocked > time.time():  # a 429 arrived while this request waited for its start
             ctx.defer(blocked)
@@ -92,6 +81,14 @@ def _set_aside(ctx: Context, plan: Plan, crawl_id: int, url: str) -> None:
         ctx.skip()
 
 
+def _late(plan: Plan, late: float) -> bool:
+    """Whether a request woken *late* seconds after its permitted start must not go: the
+    host's next start was planned from this one's, with half of SLACK to spare, so a later
+    send would land closer than the delay to the next request."""
+    delay = plan.options.delay if plan.options is not None else 0.0
+    return delay > 0 and late > min(SLACK, delay / 10) / 2
+
+
 async def _sleep_until(start: float) -> None:
     wait = start - time.time()
     if wait > 0:
@@ -100,15 +97,12 @@ async def _sleep_until(start: float) -> None:
 
 async def _fetch_robots(ctx: Context, rt: ProcessState, plan: Plan, url: str) -> None:
     r = _ready(plan)
-    started = time.time()
+    started = rt.port.permit_time(time.time())  # the next request counts from this start
     status, body = await _robots_txt(ctx, rt, r, robots_url(url))
     host, robots = urls.host(url), Robots(status, body)
     wait = max(r.options.delay, capped_delay(robots, r.settings.user_agent, r.options))
     wait += min(SLACK, wait / 10)
-    await ctx.with_store(
-        lambda store: store_robots(store, host, (status, body), started + wait, ctx.id, ctx.attempt)
-    )
-    rt.gate.learned_robots(host, robots)
+    await rt.port.robots_fetched(ctx, host, (status, body), started + wait)
 
 
 async def _robots_txt(ctx: Context, rt: ProcessState, r: _Ready, target: str) -> tuple[int, str]:
@@ -205,7 +199,7 @@ async def _handle(
     block = _block(resp, urls.host(url))
     if block is not None:  # at once, not at commit: requests already planned must not go
         rt.blocked[block[0]] = block[1]
-        await ctx.with_store(lambda store: block_host(store, *block))
+        await rt.port.block(ctx, *block)
     discover = (
         Discover(crawl_id=crawl_id, parent=url, found=tuple(found), crawl=r.crawl)
         if found
@@ -240,8 +234,7 @@ class _Ready:
 async def _host_backs_off(ctx: Context, url: str, grace: float) -> bool:
     """A host-level error (5xx, timeout, connection): the whole host backs off and the page
     waits for it without spending a try - until the host has failed too often in a row."""
-    host = urls.host(url)
-    until = await ctx.with_store(lambda store: host_failed(store, host, grace))
+    until = await runtime().port.host_failed(ctx, urls.host(url), grace)
     if until is None:
         return False
     ctx.defer(until)

@@ -357,6 +357,80 @@ class PingReply(Struct):
     time: float
 
 
+class ClockRequest(Struct):
+    """``clock``: the tracker's time, read at once (no database), so the pipeline can
+    measure its clock against the tracker's: permits and due times are in the tracker's."""
+
+
+# -- crawling (trawl worker --crawl): the tracker grants politeness permits ---------------------
+
+
+class CrawlBeginRequest(Struct):
+    """``crawl.begin``: plan the attempt at a page the pipeline holds (its job's lease):
+    fetch (from ``start_at``), robots.txt first, defer, skip or park. *finished*: requests
+    done since the last one, whose politeness slots are freed."""
+
+    crawl: JobId
+    url: Text
+    item_id: Text
+    attempt: Annotated[int, msgspec.Meta(ge=1)]
+    finished: list[tuple[Text, int]] = []
+
+
+class CrawlPlan(Struct):
+    """What to do with a page now. Times are the tracker's clock."""
+
+    action: Literal["fetch", "robots", "skip", "defer", "park"]
+    crawl: JSONObject | None = None  # the crawl as stored (id, seeds, depth_limit, options, ...)
+    ruleset: int | None = None  # its rules' version, and the rules
+    rules: list[JSONObject] = []
+    settings: JSONObject | None = None  # what the rules say of this URL
+    start_at: float = 0.0
+    until: float = 0.0
+    reason: str = ""
+    host_errors: int = 0
+
+
+class RobotsRequest(Struct):
+    """``crawl.robots``: a host's robots.txt as fetched, kept for every fetcher; frees the
+    fetch's slot; the host's next request not before *not_before*."""
+
+    host: Name
+    status: int
+    body: Annotated[str, msgspec.Meta(max_length=1 << 20)]
+    not_before: float
+    item_id: Text
+    attempt: Annotated[int, msgspec.Meta(ge=1)]
+
+
+class BlockRequest(Struct):
+    """``crawl.block``: hold off every request to *host* until *until* (a 429)."""
+
+    host: Name
+    until: float
+
+
+class HostFailedRequest(Struct):
+    """``crawl.host_failed``: a 5xx, timeout or connection error on *host*."""
+
+    host: Name
+    grace: Seconds
+
+
+class HostFailedReply(Struct):
+    until: float | None  # the page waits until then without spending a try; null: it counts
+
+
+class PayloadsRequest(Struct):
+    """``crawl.payloads``: the crawl's archived payloads, for revisit records."""
+
+    crawl: JobId
+
+
+class PayloadsReply(Struct):
+    payloads: dict[str, tuple[str, str]]  # digest -> (url, WARC-Date) of the first copy
+
+
 REQUESTS: dict[str, tuple[type[Struct], Any]] = {
     "claim": (ClaimRequest, ClaimReply),
     "commit": (CommitRequest, Report),
@@ -365,6 +439,12 @@ REQUESTS: dict[str, tuple[type[Struct], Any]] = {
     "item": (ItemRequest, Any),
     "metadata": (MetadataRequest, Any),
     "ping": (PingRequest, PingReply),
+    "clock": (ClockRequest, PingReply),
+    "crawl.begin": (CrawlBeginRequest, CrawlPlan),
+    "crawl.robots": (RobotsRequest, Any),
+    "crawl.block": (BlockRequest, Any),
+    "crawl.host_failed": (HostFailedRequest, HostFailedReply),
+    "crawl.payloads": (PayloadsRequest, PayloadsReply),
 }
 
 ADVISORIES: dict[str, Any] = {

@@ -39,6 +39,12 @@ _HELD = q(
 )
 
 
+_HOLDS = q(
+    "SELECT 1 FROM jobs WHERE item_id = :item AND task = :task AND attempt = :attempt"
+    " AND status = 'running' AND owner = :owner"
+)
+
+
 def _held_job(r: Any) -> ClaimedJob:
     return ClaimedJob(
         job_id=r.id,
@@ -148,3 +154,10 @@ class Queues:
         with self.db.read():
             rows = self.db.execute(stmt, {"ids": ids}).all()
         return {job for job, attempt in rows if wanted.get(job) == attempt}
+
+    def holds(self, item_id: str, task: str, attempt: int, owner: str) -> bool:
+        """Whether *owner* holds the lease of *item_id*'s *task* job at *attempt*."""
+        found = self.db.execute(
+            _HOLDS, {"item": item_id, "task": task, "attempt": attempt, "owner": owner}
+        )
+        return found.first() is not None

@@ -177,17 +177,22 @@ class Connection:
             welcome = await self._welcome(ws)
             self.welcome, self.offset = welcome, welcome.time - time.time()
             self._up.set()
-            if not first.done():
-                first.set_result(welcome)
-            else:
-                log.info("reconnected to %s", self.url)
-                self._advise("welcome", welcome)
-            pinger = asyncio.create_task(self._ping_loop(welcome.ping_every))
+            reader = asyncio.create_task(self._read(ws))
+            pinger: asyncio.Task[None] | None = None
             try:
-                await self._read(ws)
+                await self._measure_clock()
+                if not first.done():
+                    first.set_result(welcome)
+                else:
+                    log.info("reconnected to %s", self.url)
+                    self._advise("welcome", welcome)
+                pinger = asyncio.create_task(self._ping_loop(welcome.ping_every))
+                await reader
             finally:
-                pinger.cancel()
-                await asyncio.gather(pinger, return_exceptions=True)
+                for task in (reader, pinger):
+                    if task is not None:
+                        task.cancel()
+                await asyncio.gather(*(t for t in (reader, pinger) if t), return_exceptions=True)
         finally:
             await ws.close()
 
@@ -242,6 +247,32 @@ class Connection:
         for waiter in self._waiting.values():
             if not waiter.done():
                 waiter.set_exception(TrackerUnavailable(f"connection to {self.url} lost"))
+
+    async def _measure_clock(self, samples: int = 5) -> None:
+        """The tracker's clock minus ours, from the quickest of a few round trips (its time
+        is taken half-way, so the error is at most half that round trip). Permits' start
+        times are the tracker's: an error here would shift this pipeline's requests."""
+        best: tuple[float, float] | None = None
+        for _ in range(samples):
+            sent = time.time()
+            reply = await self.request("clock", wire.ClockRequest(), wire.PingReply, timeout=10)
+            back = time.time()
+            if best is None or back - sent < best[0]:
+                best = (back - sent, reply.time - (sent + back) / 2)
+        if best is not None:
+            self.offset = best[1]
+            log.info(
+                "tracker clock: %+.1f ms from ours (round trip %.1f ms)",
+                self.offset * 1000,
+                best[0] * 1000,
+            )
+            if abs(self.offset) > 1.0:
+                log.warning(
+                    "this machine's clock is %.3fs %s the tracker's: leases and permits "
+                    "use the tracker's time",
+                    abs(self.offset),
+                    "behind" if self.offset > 0 else "ahead of",
+                )
 
     async def _ping_loop(self, every: float) -> None:
         while True:

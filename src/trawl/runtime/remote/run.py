@@ -10,6 +10,7 @@ from typing import Any
 
 from trawl.model.errors import TrawlError
 from trawl.runtime.remote.backend import RemoteBackend
+from trawl.runtime.remote.connection import Connection
 from trawl.runtime.worker import Worker, run_worker
 
 
@@ -23,9 +24,10 @@ class Remote:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self.stopped_by: str | None = None
         self._worker: Worker | None = None
+        self._backend: RemoteBackend | None = None
 
     def backend(self, slots: int) -> RemoteBackend:
-        return RemoteBackend(
+        self._backend = RemoteBackend(
             self.server,
             pipeline=self.pipeline,
             token=self.token,
@@ -34,6 +36,14 @@ class Remote:
             disk_path=self.disk_path,
             on_advisory=self._advised,
         )
+        return self._backend
+
+    @property
+    def connection(self) -> Connection:
+        """The backend's connection to the tracker (once :meth:`backend` made it)."""
+        if self._backend is None:
+            raise RuntimeError("the remote backend is made first")
+        return self._backend.connection
 
     def describe(self) -> str:
         return f"{self.server} as pipeline {self.pipeline!r}"

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from functools import singledispatch
 from typing import Any
 
+import msgspec
+
 from trawl.model import effects as fx
 from trawl.model import mergepatch, wire
 from trawl.model.errors import InvalidInput
@@ -21,7 +23,8 @@ from trawl.model.records import AttemptResult, FailureInfo
 from trawl.store import codec
 from trawl.store.store import Store
 
-CustomDecoder = Callable[[Any], fx.CustomEffect[Store]]
+# A custom effect's body, and the attempt it came with (to check it is about that attempt).
+CustomDecoder = Callable[[Any, wire.Attempt], fx.CustomEffect[Store]]
 
 
 class BadAttempt(InvalidInput):
@@ -40,8 +43,8 @@ def attempt_result(
     for n, effect in enumerate(attempt.effects):
         field = f"{where}.effects[{n}]"
         try:
-            effects.append(_effect(effect, customs))
-        except (InvalidInput, ValueError, TypeError) as error:
+            effects.append(_effect(effect, customs, attempt))
+        except (InvalidInput, ValueError, TypeError, msgspec.ValidationError) as error:
             raise BadAttempt(field, str(error)) from None
     if attempt.result is not None:
         _check_result(attempt.result, f"{where}.result")
@@ -95,13 +98,15 @@ def _data(value: dict[str, Any], what: str) -> dict[str, Any]:
     return value
 
 
-def _effect(effect: wire.WireEffect, customs: Mapping[str, CustomDecoder]) -> fx.Effect:
+def _effect(
+    effect: wire.WireEffect, customs: Mapping[str, CustomDecoder], attempt: wire.Attempt
+) -> fx.Effect:
     if isinstance(effect, wire.Custom):
         decoder = customs.get(effect.name)
         if decoder is None:
             known = ", ".join(sorted(customs)) or "none"
             raise InvalidInput(f"no custom effect is named {effect.name!r} (known: {known})")
-        return fx.Custom(effect=decoder(effect.body))
+        return fx.Custom(effect=decoder(effect.body, attempt))
     return _plain(effect)
 
 

@@ -19,16 +19,21 @@ from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
+from trawl.crawl.politeness import Gate, block_host, host_failed, store_robots
+from trawl.crawl.remote import plan_to_wire
+from trawl.crawl.task import RETRY_AFTER_MAX
+from trawl.crawl.urls import page_id
 from trawl.engine import claim as engine_claim
 from trawl.live import Conversation, Session, action, daemon
 from trawl.model import wire
-from trawl.model.errors import DatabaseUnavailable, TrawlError
+from trawl.model.errors import DatabaseUnavailable, InvalidInput, TrawlError
 from trawl.model.limits import Limit
 from trawl.model.records import AttemptResult, CommitReport, PipelineRow, TaskInfo
 from trawl.runtime.backend import commit_and_claim
 from trawl.server.pipelines.effects import BadAttempt, CustomDecoder, attempt_result
 from trawl.server.pipelines.routing import Routing, limit
 from trawl.server.stores import Stores
+from trawl.store.crawls import FETCH_TASK
 from trawl.store.store import Store
 
 log = logging.getLogger("trawl.pipelines")
@@ -52,6 +57,7 @@ class PipelineSession(Session):
         self.spec: wire.Hello = self.hello
         self.owner = f"pipeline:{self.row.id}:{self.spec.owner}"
         self.routing = Routing(self.spec, self.row)
+        self.gate = Gate()  # rulesets and robots.txt cached for this pipeline's fetches
         infos, limits = _registrations(self.spec.tasks)
         await self.stores.run(partial(_register, infos=infos, limits=limits))
         await self._supersede()
@@ -128,6 +134,10 @@ class PipelineSession(Session):
     @action(client=True, concurrent=True)
     async def ping(self, request: wire.PingRequest, conv: Conversation) -> None:
         await self._answer(conv, self._ping, request)
+
+    @action(client=True)
+    async def clock(self, request: wire.ClockRequest) -> Any:
+        return msgspec.to_builtins(wire.PingReply(time=time.time()))
 
     async def _answer(
         self, conv: Conversation, fn: Callable[..., Awaitable[Any]], *args: Any
@@ -207,6 +217,75 @@ class PipelineSession(Session):
             )
         )
         return wire.PingReply(time=time.time())
+
+    # -- crawling: the politeness gate, run here for the pipeline's fetches ---------------------
+
+    @action("crawl.begin", client=True, concurrent=True)
+    async def crawl_begin(self, request: wire.CrawlBeginRequest, conv: Conversation) -> None:
+        await self._answer(conv, self._crawl_begin, request)
+
+    @action("crawl.robots", client=True, concurrent=True)
+    async def crawl_robots(self, request: wire.RobotsRequest, conv: Conversation) -> None:
+        await self._answer(conv, self._crawl_robots, request)
+
+    @action("crawl.block", client=True, concurrent=True)
+    async def crawl_block(self, request: wire.BlockRequest, conv: Conversation) -> None:
+        until = min(request.until, time.time() + RETRY_AFTER_MAX)  # a block ends
+        await self._answer(
+            conv, lambda: self.stores.run(lambda s: block_host(s, request.host, until))
+        )
+
+    @action("crawl.host_failed", client=True, concurrent=True)
+    async def crawl_host_failed(self, request: wire.HostFailedRequest, conv: Conversation) -> None:
+        async def failed() -> wire.HostFailedReply:
+            until = await self.stores.run(lambda s: host_failed(s, request.host, request.grace))
+            return wire.HostFailedReply(until=until)
+
+        await self._answer(conv, failed)
+
+    @action("crawl.payloads", client=True, concurrent=True)
+    async def crawl_payloads(self, request: wire.PayloadsRequest, conv: Conversation) -> None:
+        async def payloads() -> wire.PayloadsReply:
+            found = await self.stores.run(lambda s: s.crawls.payloads(request.crawl))
+            return wire.PayloadsReply(payloads=found)
+
+        await self._answer(conv, payloads)
+
+    async def _crawl_begin(self, request: wire.CrawlBeginRequest) -> wire.CrawlPlan:
+        if page_id(request.crawl, request.url) != request.item_id:
+            raise InvalidInput(
+                f"{request.item_id!r} is not the page {request.url!r} of crawl {request.crawl}"
+            )
+
+        def begin(store: Store) -> Any:
+            self._holding(store, request.item_id, request.attempt)
+            return self.gate.begin(
+                store,
+                crawl_id=request.crawl,
+                url=request.url,
+                item_id=request.item_id,
+                attempt=request.attempt,
+                finished=list(request.finished),
+            )
+
+        return plan_to_wire(await self.stores.run(begin))
+
+    async def _crawl_robots(self, request: wire.RobotsRequest) -> None:
+        def keep(store: Store) -> None:
+            self._holding(store, request.item_id, request.attempt)
+            robots = (request.status, request.body)
+            store_robots(
+                store, request.host, robots, request.not_before, request.item_id, request.attempt
+            )
+
+        await self.stores.run(keep)
+
+    def _holding(self, store: Store, item_id: str, attempt: int) -> None:
+        with store.read():
+            if not store.queues.holds(item_id, FETCH_TASK, attempt, self.owner):
+                raise InvalidInput(
+                    f"attempt {attempt} at {item_id!r} is not leased to this pipeline"
+                )
 
     # -- what operators and other sessions say ------------------------------------------------
 

@@ -1,0 +1,117 @@
+"""A crawl fetched by two remote pipelines (`trawl worker --crawl --server`), each writing
+WARC files of its own, with the tracker granting politeness permits: depth exact against
+the site's ground truth, and request starts on each host never closer than the delay."""
+
+from __future__ import annotations
+
+import itertools
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from tests.acceptance.test_pipelines import create_pipeline, serve
+from tests.support import pg, site_crawl
+from tests.support.procs import Proc, Procs, running, wait_for
+from trawl.crawl.options import Options
+from trawl.demo.httpd import Script, SiteServer
+from trawl.demo.site import random_graph
+
+pytestmark = [pytest.mark.slow]
+
+DELAY = 0.15  # its slack (SLACK in politeness.py) is 15 ms: room for a loaded machine
+SLACK = 0.003  # the server's clock reads a request a little after it was sent
+DEPTH = 5
+
+
+@pytest.fixture
+def procs(tmp_path: Path) -> Iterator[Procs]:
+    yield from running(tmp_path / "procs")
+
+
+def crawler(procs: Procs, port: int, pipeline: str, token: str, warcs: Path) -> Proc:
+    procs.env["TRAWL_PIPELINE_TOKEN"] = token
+    try:
+        return procs.trawl(
+            "worker",
+            "--crawl",
+            "--server",
+            f"ws://127.0.0.1:{port}",
+            "--pipeline",
+            pipeline,
+            "--warc-dir",
+            str(warcs),
+            "--concurrency",
+            "6",
+            "--no-progress",
+            name=f"crawler-{pipeline}",
+        )
+    finally:
+        del procs.env["TRAWL_PIPELINE_TOKEN"]
+
+
+def settled(db: str, crawl_id: int) -> bool:
+    states = {p["state"] for p in site_crawl.pages(db, crawl_id).values()}
+    return bool(states) and states <= {"DONE", "FAILED", "SKIPPED"}
+
+
+def test_two_pipelines_crawl_one_site_with_exact_depth_and_global_politeness(
+    db_url: str, tmp_path: Path, procs: Procs
+) -> None:
+    site = random_graph(300, seed=7, out_degree=3)  # 200 pages within the depth, on 2 hosts
+    script = Script(fail=dict.fromkeys(list(site.pages)[5:40:7], 1))  # some pages fail once
+    port = pg.free_port()
+    tokens = {name: create_pipeline(procs, db_url, name) for name in ("p1", "p2")}
+    with SiteServer(site, script, hosts=2) as server:
+        options = Options(robots=True, delay=DELAY, timeout=5.0, warc="crawl.warc.gz")
+        crawl_id = site_crawl.create(db_url, server, depth=DEPTH, options=options)
+        serve(procs, db_url, port)
+        workers = [
+            crawler(procs, port, name, tokens[name], tmp_path / f"warc-{name}")
+            for name in ("p1", "p2")
+        ]
+        wait_for(lambda: settled(db_url, crawl_id), "the crawl to finish", timeout=240)
+        log = server.requests()
+        truth = {server.url(k): d for k, d in site.truth(DEPTH + 1).items()}
+        robots_paths = {r.path for r in log if r.path == "/robots.txt"}
+        hosts = list(server.labels)
+    for worker in workers:
+        worker.send(signal.SIGTERM)
+        assert worker.wait(timeout=30) == 0, worker.describe()
+        assert "Traceback" not in worker.stderr(), worker.describe()
+
+    found = site_crawl.pages(db_url, crawl_id)
+    assert site_crawl.fetched(found) == {u: d for u, d in truth.items() if d <= DEPTH}
+    for url, page in found.items():
+        if url not in site_crawl.fetched(found):
+            assert (page["state"], page["skip"]) == ("SKIPPED", "depth"), (url, page)
+    assert robots_paths == {"/robots.txt"}
+    busy = 0
+    for host in hosts:
+        starts = sorted((r for r in log if r.host == host), key=lambda r: r.at)
+        close = [(a, b) for a, b in itertools.pairwise(starts) if b.at - a.at < DELAY - SLACK]
+        busy += len(starts) >= 20
+        assert not close, f"{host}: request starts closer than {DELAY}s: {close}"
+    assert busy >= 2, {h: sum(r.host == h for r in log) for h in hosts}
+
+    records = site_crawl.attempts(db_url, crawl_id)
+    written = [r for r in records if r["outcome"] == "done" and r["warc_file"]]
+    by_pipeline = {
+        name: [r for r in written if f"-{name}" in r["warc_file"]] for name in ("p1", "p2")
+    }
+    assert all(by_pipeline.values()), "both pipelines fetched and archived pages"
+    for name in ("p1", "p2"):
+        files = sorted((tmp_path / f"warc-{name}").glob("crawl-*.warc.gz"))
+        assert files, f"{name} wrote no WARC file"
+        assert all(f.name.startswith(f"crawl-{name}") for f in files)
+        uris = set()
+        for path in files:
+            with path.open("rb") as stream:
+                uris |= {
+                    rec.rec_headers.get_header("WARC-Target-URI")
+                    for rec in ArchiveIterator(stream)
+                    if rec.rec_type in ("response", "revisit")
+                }
+        assert {r["url"] for r in by_pipeline[name]} <= uris
