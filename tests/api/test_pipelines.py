@@ -120,3 +120,20 @@ def test_operator_commands_reach_a_connected_session_at_once(slow_watch: Tracker
             assert gone["was_connected"] is False
 
     run(main)
+
+
+def test_pinning_a_pipeline_to_a_crawl(api: Api) -> None:
+    api.http.post("/pipelines", json={"id": "p1"})
+    crawl = api.http.post("/crawls", json={"seeds": ["http://a.invalid/"]})
+    assert crawl.status_code == 201, crawl.text
+    crawl_id = crawl.json()["crawl"]["id"]
+    pinned = api.http.post("/pipelines/p1/pin", json={"crawl": crawl_id, "until": "forever"})
+    assert pinned.status_code == 200, pinned.text
+    assert (pinned.json()["crawl"], pinned.json()["crawl_lock"]) == (crawl_id, "forever")
+    assert api.http.post("/pipelines/p1/pin", json={"crawl": 999}).status_code == 404
+    bad = api.http.post("/pipelines/p1/pin", json={"crawl": crawl_id, "until": "later"})
+    assert bad.status_code == 400
+    unpinned = api.http.delete("/pipelines/p1/pin").json()
+    assert (unpinned["crawl"], unpinned["crawl_lock"]) == (None, None)
+    read = api.http.post("/pipelines/p1/pin", json={"crawl": crawl_id}, headers=api.as_("read"))
+    assert read.status_code == 403

@@ -10,7 +10,7 @@ import click
 from trawl.cli import output
 from trawl.cli.common import json_option, open_store
 from trawl.model.records import PipelineRow
-from trawl.store.pipelines import MAX_SLOTS, is_connected
+from trawl.store.pipelines import LOCKS, MAX_SLOTS, is_connected
 
 
 def pipeline_json(row: PipelineRow, now: float) -> dict[str, Any]:
@@ -26,6 +26,8 @@ def pipeline_json(row: PipelineRow, now: float) -> dict[str, Any]:
         "client_version": row.client_version,
         "disk_free": row.disk_free,
         "disk_total": row.disk_total,
+        "crawl": row.crawl,
+        "crawl_lock": row.crawl_lock,
         **output.stamp("last_checkin", row.last_checkin),
         **output.stamp("connected_at", row.connected_at),
         **output.stamp("created_at", row.created_at),
@@ -116,8 +118,8 @@ def list_pipelines(as_json: bool) -> None:
 def show(pipeline_id: str, as_json: bool) -> None:
     """One pipeline. With --json: {"id", "tags", "match_only", "slots", "connected",
     "server", "in_use", "draining", "client_version", "disk_free", "disk_total",
-    "last_checkin", "connected_at", "created_at", "token_rotated_at"} (times with
-    *_epoch twins)."""
+    "crawl", "crawl_lock", "last_checkin", "connected_at", "created_at",
+    "token_rotated_at"} (times with *_epoch twins)."""
     store = open_store()
     row = store.pipelines.require(pipeline_id)
     shown = pipeline_json(row, store.clock())
@@ -149,6 +151,33 @@ def update(
         pipeline_id, add_tags=add, remove_tags=remove, match_only=match_only, slots=slots
     )
     output.print_json(pipeline_json(row, store.clock()))
+
+
+@pipeline.command("pin")
+@click.argument("pipeline_id", metavar="ID")
+@click.argument("crawl_id", metavar="CRAWL", type=int)
+@click.option(
+    "--until",
+    "lock",
+    type=click.Choice(LOCKS),
+    default="finished",
+    show_default=True,
+    help="Lift the pin when the crawl finishes, or only when unpinned.",
+)
+def pin(pipeline_id: str, crawl_id: int, lock: str) -> None:
+    """Make pipeline ID fetch only crawl CRAWL's pages (whatever its tags say)."""
+    store = open_store()
+    output.print_json(
+        pipeline_json(store.pipelines.pin(pipeline_id, crawl_id, lock), store.clock())
+    )
+
+
+@pipeline.command("unpin")
+@click.argument("pipeline_id", metavar="ID")
+def unpin(pipeline_id: str) -> None:
+    """Route pipeline ID by its tags again."""
+    store = open_store()
+    output.print_json(pipeline_json(store.pipelines.pin(pipeline_id, None), store.clock()))
 
 
 @pipeline.command("rotate-token")

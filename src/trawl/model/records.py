@@ -204,6 +204,8 @@ class PipelineRow:
     in_use: int  # slots busy, as its last ping said
     disk_free: int | None  # bytes, as its last ping said
     disk_total: int | None
+    crawl: int | None = None  # pinned to this crawl's pages
+    crawl_lock: str | None = None  # the pin lasts until it "finished", or "forever"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

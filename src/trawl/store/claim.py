@@ -157,3 +157,38 @@ def held(sqlite: bool, task_count: int) -> sa.TextClause:
         f" WHERE jobs.task IN ({tasks}) AND jobs.status = 'running' AND jobs.owner = :owner"
         " ORDER BY jobs.id"
     )
+
+
+# A remote pipeline's claim of crawl pages: the fetch task's due jobs whose page belongs to
+# one of the crawls routed to it (its tags, the crawl's tag), best first.
+CLAIM_PAGES_POSTGRES = q(
+    f"""
+    WITH picked AS (
+        SELECT j.id FROM jobs j JOIN crawl_pages p ON p.item_id = j.item_id
+        WHERE j.task = :task AND j.ready AND j.due_at <= :now
+          AND p.crawl_id = ANY(CAST(:crawls AS bigint[]))
+          AND {_NOT_PAUSED.format(task=":task")}
+        ORDER BY j.niceness, j.ever_run, j.due_at
+        LIMIT :limit FOR UPDATE OF j SKIP LOCKED
+    )
+    UPDATE jobs SET status = 'running', attempt = jobs.attempt + 1,
+                    due_at = :now + :timeout, ready = false, owner = :owner, waiting = NULL
+    FROM picked, items
+    WHERE jobs.id = picked.id AND items.id = jobs.item_id
+    RETURNING {CLAIMED_POSTGRES}
+    """
+)
+
+CLAIM_PAGES_SQLITE = q(
+    f"""
+    UPDATE jobs SET status = 'running', attempt = attempt + 1,
+                    due_at = :now + :timeout, ready = false, owner = :owner, waiting = NULL
+    WHERE id IN (
+        SELECT j.id FROM jobs j JOIN crawl_pages p ON p.item_id = j.item_id
+        WHERE j.task = :task AND j.ready AND j.due_at <= :now
+          AND p.crawl_id IN (SELECT value FROM json_each(:crawls))
+          AND {_NOT_PAUSED.format(task=":task")}
+        ORDER BY j.niceness, j.ever_run, j.due_at LIMIT :limit)
+    RETURNING {CLAIMED_SQLITE}
+    """
+)

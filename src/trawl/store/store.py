@@ -291,6 +291,21 @@ class Store:
             params = base | {"tasks": names, "timeouts": timeouts}
         return self.db.fetch(stmt, params)
 
+    def claim_pages(
+        self, task: str, crawls: Sequence[int], timeout: float, limit: int, owner: str
+    ) -> list[ClaimedJob]:
+        """Lease up to *limit* due jobs of *task* (the fetch task) whose pages belong to
+        *crawls*: a remote pipeline's share of the crawls routed to it."""
+        if not crawls or limit <= 0:
+            return []
+        ids: Any = codec.dumps(list(crawls)) if self.is_sqlite else list(crawls)
+        stmt = claim_sql.CLAIM_PAGES_SQLITE if self.is_sqlite else claim_sql.CLAIM_PAGES_POSTGRES
+        with self.db.write():
+            now = self.clock()
+            self.promote(now)
+            params = {"task": task, "crawls": ids, "timeout": timeout, "limit": limit}
+            return self.claimed(self.db.fetch(stmt, params | {"owner": owner, "now": now}))
+
     def lease(self, chosen: Sequence[tuple[int, float]], owner: str, now: float) -> list[Any]:
         """Lease jobs a gated claim chose: (job id, lease seconds) pairs."""
         if not chosen:

@@ -8,6 +8,7 @@ from trawl.engine.claim import TaskGate
 from trawl.model import wire
 from trawl.model.limits import Limit
 from trawl.model.records import PipelineRow
+from trawl.store.crawls import FETCH_TASK, CrawlRow
 
 
 def eligible(work_tag: str | None, tags: tuple[str, ...], match_only: bool) -> bool:
@@ -19,14 +20,34 @@ def eligible(work_tag: str | None, tags: tuple[str, ...], match_only: bool) -> b
 
 class Routing:
     """What a pipeline's session may claim now: its hello's tasks that are routed to it,
-    how many at once, and whether it is draining."""
+    how many at once, and whether it is draining. The crawler's fetch task is routed per
+    crawl instead (by the crawl's tag): ``fetch`` is its spec if the pipeline runs it."""
 
     def __init__(self, hello: wire.Hello, row: PipelineRow) -> None:
         self.slots = min(hello.slots, row.slots)
         self.draining = row.draining
-        routed = [t for t in hello.tasks if eligible(t.pipeline_tag, row.tags, row.match_only)]
-        self.tasks = tuple(t.name for t in routed)
+        self.tags, self.match_only = row.tags, row.match_only
+        self.pinned, self.lock = row.crawl, row.crawl_lock
+        self.fetch = next((t for t in hello.tasks if t.name == FETCH_TASK), None)
+        routed = [
+            t
+            for t in hello.tasks
+            if t.name != FETCH_TASK and eligible(t.pipeline_tag, row.tags, row.match_only)
+        ]
+        self.tasks = tuple(t.name for t in routed) + ((FETCH_TASK,) if self.fetch else ())
         self.gates = [_gate(t) for t in routed]
+
+    def crawls(self, crawls: list[CrawlRow]) -> list[int]:
+        """Of *crawls*, those whose pages this pipeline may fetch now, best first: active
+        (not aborted, concurrency above 0) and routed to it, or the one it is pinned to
+        whatever its tag; lower niceness, then oldest."""
+        routed = [c for c in crawls if not c.aborted and c.concurrency > 0 and self._takes(c)]
+        return [c.id for c in sorted(routed, key=lambda c: (c.niceness, c.created_at, c.id))]
+
+    def _takes(self, crawl: CrawlRow) -> bool:
+        if self.pinned is not None:
+            return crawl.id == self.pinned
+        return eligible(crawl.tag, self.tags, self.match_only)
 
 
 def limit(spec: wire.LimitSpec) -> Limit:

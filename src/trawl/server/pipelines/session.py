@@ -19,6 +19,7 @@ from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
+from trawl.crawl import operations
 from trawl.crawl.politeness import Gate, block_host, host_failed, store_robots
 from trawl.crawl.remote import plan_to_wire
 from trawl.crawl.task import RETRY_AFTER_MAX
@@ -183,17 +184,43 @@ class PipelineSession(Session):
         others = [(r.job_id, r.attempt) for r in results if r.job_id not in owned]
         repeated = store.queues.committed_attempts(others)
         mine = [r for r in results if r.job_id in owned]
-        gates = self.routing.gates
+        routing = self.routing
         report, batch = commit_and_claim(
             store,
             mine,
-            limit if gates else 0,
+            limit if routing.tasks else 0,
             known,
-            lambda s, n: engine_claim.claim(s, gates, n, self.owner),
-            self.routing.tasks,
+            partial(self._lease, routing=routing),
+            routing.tasks,
             self.owner,
         )
         return _report(report, repeated, [job for job, _ in others if job not in repeated]), batch
+
+    def _lease(self, store: Store, limit: int, *, routing: Routing) -> engine_claim.ClaimBatch:
+        """The routed tasks' due jobs, then pages of the crawls routed to the pipeline."""
+        batch = engine_claim.ClaimBatch(jobs=[])
+        if routing.gates:
+            batch = engine_claim.claim(store, routing.gates, limit, self.owner)
+        room = limit - len(batch.jobs)
+        if routing.fetch is not None and room > 0:
+            with store.read():
+                crawls = routing.crawls(store.crawls.all())
+            pages = store.claim_pages(FETCH_TASK, crawls, routing.fetch.timeout, room, self.owner)
+            if not pages and routing.pinned is not None and routing.lock == "finished":
+                self._unpin_finished(store, routing.pinned)
+            batch = engine_claim.ClaimBatch(jobs=batch.jobs + pages, wake_at=batch.wake_at)
+        return batch
+
+    def _unpin_finished(self, store: Store, crawl_id: int) -> None:
+        """A pin until the crawl finishes ends when it has: the pipeline is routed again."""
+        try:
+            finished = operations.progress(store, crawl_id).status == operations.FINISHED
+        except operations.CrawlNotFound:
+            finished = True
+        if finished:
+            row = store.pipelines.pin(self.row.id, None)
+            self.row, self.routing = row, Routing(self.spec, row)
+            log.info("pipeline %s: crawl %d finished, its pin is lifted", self.row.id, crawl_id)
 
     async def _renew(self, request: wire.RenewRequest) -> wire.RenewReply:
         def renew(store: Store) -> set[int]:
@@ -325,7 +352,13 @@ class PipelineSession(Session):
         self.row, self.routing = row, Routing(self.spec, row)
         if row.draining != was.draining:
             await self.push("drain" if row.draining else "undrain")
-        if (self.routing.tasks, self.routing.slots) != (was.tasks, was.slots):
+        now, then = self.routing, was
+        if (now.tasks, now.slots, now.tags, now.match_only) != (
+            then.tasks,
+            then.slots,
+            then.tags,
+            then.match_only,
+        ):
             await self.push("routing", self._welcome())
 
 

@@ -8,7 +8,7 @@ change made with the CLI reaches it too.
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from litestar import Controller, delete, get, patch, post
@@ -41,6 +41,8 @@ class PipelineView(msgspec.Struct):
     client_version: str | None
     disk_free: int | None
     disk_total: int | None
+    crawl: int | None  # pinned to this crawl's pages
+    crawl_lock: str | None  # until it "finished", or "forever"
     last_checkin: float | None
     connected_at: float | None
     created_at: float
@@ -73,6 +75,11 @@ class Change(msgspec.Struct, forbid_unknown_fields=True):
     slots: Slots | None = None
 
 
+class Pin(msgspec.Struct, forbid_unknown_fields=True):
+    crawl: cursors.Id
+    until: Literal["finished", "forever"] = "finished"
+
+
 class Disconnected(msgspec.Struct):
     id: str
     was_connected: bool
@@ -91,6 +98,8 @@ def view(row: PipelineRow, now: float) -> PipelineView:
         client_version=row.client_version,
         disk_free=row.disk_free,
         disk_total=row.disk_total,
+        crawl=row.crawl,
+        crawl_lock=row.crawl_lock,
         last_checkin=row.last_checkin,
         connected_at=row.connected_at,
         created_at=row.created_at,
@@ -180,6 +189,16 @@ class Pipelines(Controller):
     async def undrain(self, pipeline_id: str, stores: Stores, live: Live) -> PipelineView:
         return await _drain(pipeline_id, False, stores, live)
 
+    @post("/{pipeline_id:str}/pin", opt={"scope": "write"}, status_code=200)
+    async def pin(self, pipeline_id: str, data: Pin, stores: Stores, live: Live) -> PipelineView:
+        """Fetch only this crawl's pages (whatever the tags say), until it finishes or
+        until unpinned."""
+        return await _pin(pipeline_id, data.crawl, data.until, stores, live)
+
+    @delete("/{pipeline_id:str}/pin", opt={"scope": "write"}, status_code=200)
+    async def unpin(self, pipeline_id: str, stores: Stores, live: Live) -> PipelineView:
+        return await _pin(pipeline_id, None, "finished", stores, live)
+
     @post("/{pipeline_id:str}/disconnect", opt={"scope": "write"}, status_code=200)
     async def disconnect(self, pipeline_id: str, stores: Stores, live: Live) -> Disconnected:
         """Close the pipeline's session (it may reconnect: to keep it out, rotate its token
@@ -209,4 +228,15 @@ async def _drain(pipeline_id: str, on: bool, stores: Stores, live: Live) -> Pipe
 
     shown = await stores.run(run)
     await _tell(live, pipeline_id, "refresh", "drain" if on else "undrain")
+    return shown
+
+
+async def _pin(
+    pipeline_id: str, crawl_id: int | None, lock: str, stores: Stores, live: Live
+) -> PipelineView:
+    def run(store: Store) -> PipelineView:
+        return view(store.pipelines.pin(pipeline_id, crawl_id, lock), store.clock())
+
+    shown = await stores.run(run)
+    await _tell(live, pipeline_id, "refresh", "pinned" if crawl_id else "unpinned")
     return shown

@@ -37,6 +37,8 @@ def upgrade() -> None:
         sa.Column("in_use", sa.Integer(), nullable=False, server_default="0"),
         sa.Column("disk_free", sa.BigInteger(), nullable=True),
         sa.Column("disk_total", sa.BigInteger(), nullable=True),
+        sa.Column("crawl", sa.BigInteger(), nullable=True),
+        sa.Column("crawl_lock", sa.Text(), nullable=True),
     )
     with op.batch_alter_table("tasks") as batch:
         batch.add_column(sa.Column("pipeline_tag", sa.Text(), nullable=True))

@@ -1,0 +1,226 @@
+"""Which crawls' pages a pipeline is given, and how many fetches a crawl has in flight:
+mnbot's dequeue behaviours, spoken through the protocol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.live.helpers import run
+from tests.pipelines.conftest import Tracker, join, task_spec
+from trawl.crawl import operations
+from trawl.crawl.app import make_app
+from trawl.crawl.operations import CrawlSpec
+from trawl.crawl.options import Options
+from trawl.store import migrate
+from trawl.store.crawls import FETCH_TASK
+from trawl.store.store import Store
+
+FETCH = [task_spec(FETCH_TASK, ("trawl.page",), timeout=60)]
+NO_ROBOTS = Options(robots=False)
+
+
+def crawl(db: str, name: str, **spec: Any) -> int:
+    """A crawl of three seed pages on a host nobody fetches from (the tests only claim)."""
+    seeds = tuple(f"http://{name}.invalid/{n}" for n in range(3))
+    with Store(db) as store:
+        migrate.ensure(store.db, auto=store.is_sqlite)
+        operations.register(store, make_app().get(FETCH_TASK).info())
+        return operations.create(store, CrawlSpec(seeds=seeds, options=NO_ROBOTS, **spec))
+
+
+def crawls_of(jobs: list[dict[str, Any]]) -> set[int]:
+    return {int(job["item_id"].split(":")[1]) for job in jobs}
+
+
+def test_pipelines_get_pages_of_active_crawls_routed_to_them(tracker: Tracker) -> None:
+    plain = crawl(tracker.db, "plain")
+    eu = crawl(tracker.db, "eu", tag="eu")
+    aborted = crawl(tracker.db, "aborted")
+    paused = crawl(tracker.db, "paused", concurrency=0)
+    with Store(tracker.db) as store:
+        operations.abort(store, aborted)
+    tracker.pipeline("normal")
+    tracker.pipeline("tagged", tags=("eu",))
+    tracker.pipeline("only-eu", tags=("eu",), match_only=True)
+
+    async def claimed(name: str) -> set[int]:
+        raw, _ = await join(tracker, name, tasks=FETCH, owner=f"{name}:1:x")
+        jobs = (await raw.ok("claim", {"limit": 2}))["jobs"]
+        await raw.ok("commit", {"results": [_released(j) for j in jobs]})
+        await raw.ws.close()
+        return crawls_of(jobs)
+
+    async def main() -> None:
+        assert await claimed("normal") == {plain}  # untagged crawls only
+        assert await claimed("only-eu") == {eu}  # match-only: its tag's crawls only
+        seen: set[int] = set()
+        for _ in range(3):
+            seen |= await claimed("tagged")
+        assert seen == {plain, eu}  # its tag's crawls and untagged ones
+        assert aborted not in seen
+        assert paused not in seen
+
+    run(main, timeout=60)
+
+
+def test_removing_a_tag_makes_its_crawls_ineligible_at_the_next_claim(tracker: Tracker) -> None:
+    crawl(tracker.db, "eu", tag="eu")
+    tracker.pipeline("p1", tags=("eu",), match_only=True)
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1", tasks=FETCH)
+        first = (await raw.ok("claim", {"limit": 1}))["jobs"]
+        assert len(first) == 1
+        with Store(tracker.db) as store:
+            store.pipelines.update("p1", remove_tags=["eu"])
+        await raw.advisory("routing")
+        assert (await raw.ok("claim", {"limit": 2, "results": [_released(first[0])]}))["jobs"] == []
+        await raw.ws.close()
+
+    run(main)
+
+
+def test_lower_niceness_first_then_the_oldest_crawl(tracker: Tracker) -> None:
+    old = crawl(tracker.db, "old")
+    new = crawl(tracker.db, "new")
+    urgent = crawl(tracker.db, "urgent", niceness=-5)
+    tracker.pipeline("p1")
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1", tasks=FETCH)
+        order = []
+        for _ in range(3):
+            jobs = (await raw.ok("claim", {"limit": 3}))["jobs"]
+            order.append(crawls_of(jobs))
+        assert order == [{urgent}, {old}, {new}]
+        await raw.ws.close()
+
+    run(main)
+
+
+def test_a_crawls_concurrency_counts_fetches_in_flight_across_pipelines(tracker: Tracker) -> None:
+    crawl_id = crawl(tracker.db, "busy", concurrency=2)
+    for name in ("p1", "p2"):
+        tracker.pipeline(name)
+
+    async def main() -> None:
+        one, _ = await join(tracker, "p1", tasks=FETCH, owner="one:1:x")
+        two, _ = await join(tracker, "p2", tasks=FETCH, owner="two:1:x")
+        jobs = (await one.ok("claim", {"limit": 2}))["jobs"] + (
+            await two.ok("claim", {"limit": 1})
+        )["jobs"]
+        assert len(jobs) == 3
+        plans = []
+        for raw, job in zip((one, one, two), jobs, strict=True):
+            plans.append(await raw.ok("crawl.begin", _begin(crawl_id, job)))
+        assert [p["action"] for p in plans] == ["fetch", "fetch", "defer"]  # 2 in flight
+        done = [[jobs[0]["item_id"], jobs[0]["attempt"]]]  # one fetch finished: room again
+        again = await two.ok("crawl.begin", _begin(crawl_id, jobs[2], finished=done))
+        assert again["action"] == "fetch"
+        for raw in (one, two):
+            await raw.ws.close()
+
+    run(main)
+
+
+def test_a_pipeline_cannot_plan_a_page_it_does_not_hold(tracker: Tracker) -> None:
+    crawl_id = crawl(tracker.db, "c")
+    tracker.pipeline("p1")
+    tracker.pipeline("p2")
+
+    async def main() -> None:
+        one, _ = await join(tracker, "p1", tasks=FETCH, owner="one:1:x")
+        two, _ = await join(tracker, "p2", tasks=FETCH, owner="two:1:x")
+        job = (await one.ok("claim", {"limit": 1}))["jobs"][0]
+        stolen = await two.request("crawl.begin", _begin(crawl_id, job))
+        assert stolen["status"] == "error"
+        assert "not leased to this pipeline" in stolen["payload"]["message"]
+        wrong = await one.request("crawl.begin", {**_begin(crawl_id, job), "url": "http://x/"})
+        assert "is not the page" in wrong["payload"]["message"]
+        for raw in (one, two):
+            await raw.ws.close()
+
+    run(main)
+
+
+def _begin(crawl_id: int, job: dict[str, Any], finished: list[Any] | None = None) -> dict[str, Any]:
+    return {
+        "crawl": crawl_id,
+        "url": job["data"]["url"],
+        "item_id": job["item_id"],
+        "attempt": job["attempt"],
+        "finished": finished or [],
+    }
+
+
+def _released(job: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "job_id": job["job_id"],
+        "item_id": job["item_id"],
+        "task": job["task"],
+        "attempt": job["attempt"],
+        "outcome": "released",
+        "version": "1",
+    }
+
+
+def _done(job: dict[str, Any]) -> dict[str, Any]:
+    return {**_released(job), "outcome": "success", "result": "{}"}
+
+
+def test_a_pin_until_finished_overrides_routing_then_lifts(tracker: Tracker) -> None:
+    plain = crawl(tracker.db, "plain", niceness=-10)  # better ranked, but not pinned
+    pinned = crawl(tracker.db, "eu", tag="eu")  # not routed to an untagged pipeline
+    tracker.pipeline("p1")
+    with Store(tracker.db) as store:
+        row = store.pipelines.pin("p1", pinned)
+    assert (row.crawl, row.crawl_lock) == (pinned, "finished")
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1", tasks=FETCH)
+        jobs = (await raw.ok("claim", {"limit": 5}))["jobs"]
+        assert crawls_of(jobs) == {pinned}
+        assert len(jobs) == 3
+        lifted = await raw.ok("claim", {"limit": 5, "results": [_done(j) for j in jobs]})
+        assert lifted["jobs"] == []  # the crawl finished: this claim lifts the pin
+        assert crawls_of((await raw.ok("claim", {"limit": 5}))["jobs"]) == {plain}
+        await raw.ws.close()
+
+    run(main)
+    with Store(tracker.db) as store:
+        assert store.pipelines.require("p1").crawl is None
+
+
+def test_a_pin_forever_stays_after_its_crawl_finishes(tracker: Tracker) -> None:
+    crawl(tracker.db, "plain")
+    pinned = crawl(tracker.db, "pinned")
+    tracker.pipeline("p1")
+    with Store(tracker.db) as store:
+        store.pipelines.pin("p1", pinned, "forever")
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1", tasks=FETCH)
+        jobs = (await raw.ok("claim", {"limit": 5}))["jobs"]
+        assert crawls_of(jobs) == {pinned}
+        await raw.ok("claim", {"limit": 5, "results": [_done(j) for j in jobs]})
+        assert (await raw.ok("claim", {"limit": 5}))["jobs"] == []
+        await raw.ws.close()
+
+    run(main)
+    with Store(tracker.db) as store:
+        assert store.pipelines.require("p1").crawl == pinned
+
+
+def test_pins_are_checked(tracker: Tracker) -> None:
+    import pytest
+
+    from trawl.model.errors import InvalidInput, NotFound
+
+    tracker.pipeline("p1")
+    with Store(tracker.db) as store:
+        with pytest.raises(NotFound, match="no crawl has the id 99"):
+            store.pipelines.pin("p1", 99)
+        with pytest.raises(InvalidInput, match="'finished' or 'forever', not 'later'"):
+            store.pipelines.pin("p1", 1, "later")
+        with pytest.raises(NotFound, match="no pipeline is named 'p2'"):
+            store.pipelines.pin("p2", None)
