@@ -137,3 +137,24 @@ def test_pinning_a_pipeline_to_a_crawl(api: Api) -> None:
     assert (unpinned["crawl"], unpinned["crawl_lock"]) == (None, None)
     read = api.http.post("/pipelines/p1/pin", json={"crawl": crawl_id}, headers=api.as_("read"))
     assert read.status_code == 403
+
+
+def test_a_rules_change_is_pushed_to_connected_pipelines(slow_watch: Tracker) -> None:
+    tracker = slow_watch
+    tracker.pipeline("p1")
+    admin = {"Authorization": f"Bearer {tracker.api_token}"}  # type: ignore[attr-defined]
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1")
+        async with httpx.AsyncClient(base_url=tracker.base, headers=admin) as http:
+            made = await http.post("/crawls", json={"seeds": ["http://a.invalid/"]})
+            crawl_id = made.json()["crawl"]["id"]
+            edit = {"add": [{"kind": "skip", "match": "/private/"}]}
+            changed = await http.post(f"/crawls/{crawl_id}/rules", json=edit)
+            assert changed.status_code == 200, changed.text
+            version = changed.json()["version"]
+        told = await raw.advisory("rules", timeout=5)
+        assert told["payload"] == {"crawl": crawl_id, "version": version}
+        await raw.ws.close()
+
+    run(main)

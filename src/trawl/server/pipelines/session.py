@@ -42,6 +42,7 @@ T = TypeVar("T")
 
 WATCH_EVERY = 10.0  # seconds between re-reads of the pipeline's row (revoked? re-routed?)
 SERVICE = "pipeline/{}"  # the registry name a pipeline's session offers
+EVERY = "pipelines"  # and the name every pipeline's session offers
 
 
 class PipelineSession(Session):
@@ -63,6 +64,7 @@ class PipelineSession(Session):
         await self.stores.run(partial(_register, infos=infos, limits=limits))
         await self._supersede()
         await self.ctx.register(SERVICE.format(self.row.id))
+        await self.ctx.register(EVERY)
         await self.stores.run(
             lambda s: s.pipelines.connected(self.row.id, self.ctx.node, self.spec.client, s.clock())
         )
@@ -333,6 +335,7 @@ class PipelineSession(Session):
 
     @action()
     async def rules(self, change: dict[str, int]) -> None:
+        """A crawl's rules changed: the pipeline's next plans carry them; it is told."""
         await self.push("rules", change)
 
     @daemon(restart="always")

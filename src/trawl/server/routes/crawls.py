@@ -17,6 +17,8 @@ from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
 from trawl.model.errors import InvalidInput, UnknownTask
 from trawl.server import cursors
+from trawl.server.live import Live
+from trawl.server.pipelines.notify import tell_pipelines
 from trawl.server.stores import Stores
 from trawl.store.crawls import FETCH_TASK, CrawlRow
 from trawl.store.listings import CrawlPage, HostState
@@ -204,8 +206,11 @@ class Crawls(Controller):
         return Rules(version=version, rules=rules)
 
     @post("/{crawl_id:int}/rules", opt={"scope": "write"}, status_code=200)
-    async def edit_rules(self, crawl_id: cursors.PathId, data: RulesEdit, stores: Stores) -> Rules:
-        """A new ruleset version; 409 if `ensure` is not the current version."""
+    async def edit_rules(
+        self, crawl_id: cursors.PathId, data: RulesEdit, stores: Stores, live: Live
+    ) -> Rules:
+        """A new ruleset version; 409 if `ensure` is not the current version. Connected
+        pipelines are told (a `rules` advisory); their next fetch plans obey."""
         add = [crawl_rules.make_rule(r.kind, r.match, r.value) for r in data.add]
 
         def run(store: Store) -> tuple[int, list[dict[str, Any]]]:
@@ -215,6 +220,7 @@ class Crawls(Controller):
             return operations.rules(store, crawl_id)
 
         version, rules = await stores.run(run)
+        await tell_pipelines(live, "rules", {"crawl": crawl_id, "version": version})
         return Rules(version=version, rules=rules)
 
     @get("/{crawl_id:int}/pages", opt={"scope": "read"})

@@ -7,7 +7,6 @@ change made with the CLI reaches it too.
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated, Literal
 
 import msgspec
@@ -17,12 +16,10 @@ from litestar.params import Parameter
 from trawl.model.records import PipelineRow
 from trawl.server import cursors
 from trawl.server.live import Live
-from trawl.server.pipelines.session import SERVICE
+from trawl.server.pipelines.notify import tell_pipeline
 from trawl.server.stores import Stores
 from trawl.store.pipelines import MAX_SLOTS, is_connected
 from trawl.store.store import Store
-
-log = logging.getLogger("trawl.pipelines")
 
 Limit = Annotated[int, Parameter(ge=1, le=cursors.MAX_LIMIT)]
 Slots = Annotated[int, msgspec.Meta(ge=1, le=MAX_SLOTS)]
@@ -107,20 +104,6 @@ def view(row: PipelineRow, now: float) -> PipelineView:
     )
 
 
-async def _tell(live: Live, pipeline_id: str, action: str, body: str) -> bool:
-    """Send *action* to the pipeline's session wherever it is; whether one was found."""
-    node = live.node
-    address = node.lookup(SERVICE.format(pipeline_id), "mixed") if node is not None else None
-    if node is None or address is None:
-        return False
-    try:
-        await node.send(address, action, body)
-    except Exception as error:  # it ended meanwhile: its row says so soon enough
-        log.info("pipeline %s: session %s did not take %s: %s", pipeline_id, address, action, error)
-        return False
-    return True
-
-
 class Pipelines(Controller):
     path = "/pipelines"
     tags = ("pipelines",)
@@ -177,7 +160,7 @@ class Pipelines(Controller):
             return view(row, store.clock())
 
         shown = await stores.run(run)
-        await _tell(live, pipeline_id, "refresh", "changed")
+        await tell_pipeline(live, pipeline_id, "refresh", "changed")
         return shown
 
     @post("/{pipeline_id:str}/drain", opt={"scope": "write"}, status_code=200)
@@ -204,14 +187,14 @@ class Pipelines(Controller):
         """Close the pipeline's session (it may reconnect: to keep it out, rotate its token
         or delete it)."""
         await stores.run(lambda store: store.pipelines.require(pipeline_id))
-        told = await _tell(live, pipeline_id, "disconnect", "an operator disconnected it")
+        told = await tell_pipeline(live, pipeline_id, "disconnect", "an operator disconnected it")
         return Disconnected(id=pipeline_id, was_connected=told)
 
     @post("/{pipeline_id:str}/token", opt={"scope": "admin"}, status_code=200)
     async def rotate(self, pipeline_id: str, stores: Stores, live: Live) -> Created:
         """A new token; the old one stops working and an open session is closed."""
         token = await stores.run(lambda store: store.pipelines.rotate(pipeline_id, store.clock()))
-        await _tell(live, pipeline_id, "refresh", "token rotated")
+        await tell_pipeline(live, pipeline_id, "refresh", "token rotated")
         return Created(id=pipeline_id, token=token)
 
     @delete("/{pipeline_id:str}", opt={"scope": "admin"}, status_code=204)
@@ -219,7 +202,7 @@ class Pipelines(Controller):
         """Delete the pipeline; an open session is closed and its token stops working."""
         await stores.run(lambda store: store.pipelines.require(pipeline_id))
         await stores.run(lambda store: store.pipelines.delete(pipeline_id))
-        await _tell(live, pipeline_id, "refresh", "deleted")
+        await tell_pipeline(live, pipeline_id, "refresh", "deleted")
 
 
 async def _drain(pipeline_id: str, on: bool, stores: Stores, live: Live) -> PipelineView:
@@ -227,7 +210,7 @@ async def _drain(pipeline_id: str, on: bool, stores: Stores, live: Live) -> Pipe
         return view(store.pipelines.update(pipeline_id, draining=on), store.clock())
 
     shown = await stores.run(run)
-    await _tell(live, pipeline_id, "refresh", "drain" if on else "undrain")
+    await tell_pipeline(live, pipeline_id, "refresh", "drain" if on else "undrain")
     return shown
 
 
@@ -238,5 +221,5 @@ async def _pin(
         return view(store.pipelines.pin(pipeline_id, crawl_id, lock), store.clock())
 
     shown = await stores.run(run)
-    await _tell(live, pipeline_id, "refresh", "pinned" if crawl_id else "unpinned")
+    await tell_pipeline(live, pipeline_id, "refresh", "pinned" if crawl_id else "unpinned")
     return shown
