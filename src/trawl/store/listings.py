@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from trawl.model.records import FailureRecord, JournalEntry
-from trawl.store import codec
 from trawl.store.admin import failure_filter
 from trawl.store.connection import Database
 from trawl.store.crawls import FETCH_TASK
+from trawl.store.reads import failure_record, journal_entry
 from trawl.store.sql import q
 
 
@@ -138,54 +138,19 @@ class Listings:
             where += " AND NOT handled"
         params |= {"before": 2**62 if before is None else before, "limit": limit}
         return [
-            FailureRecord(
-                id=r.id,
-                job_id=r.job_id,
-                item_id=r.item_id,
-                task=r.task,
-                attempt=r.attempt,
-                error_type=r.error_type,
-                message=r.message,
-                traceback=r.traceback,
-                occurred_at=r.occurred_at,
-                handled=bool(r.handled),
-            )
-            for r in self.db.execute(q(_FAILURES.format(where=where)), params)
+            failure_record(r) for r in self.db.execute(q(_FAILURES.format(where=where)), params)
         ]
 
     def failure(self, failure_id: int) -> FailureRecord | None:
         found = self.db.execute(
             q(_FAILURES.format(where="id = :id")), {"id": failure_id, "before": 2**62, "limit": 1}
         ).first()
-        if found is None:
-            return None
-        return FailureRecord(
-            id=found.id,
-            job_id=found.job_id,
-            item_id=found.item_id,
-            task=found.task,
-            attempt=found.attempt,
-            error_type=found.error_type,
-            message=found.message,
-            traceback=found.traceback,
-            occurred_at=found.occurred_at,
-            handled=bool(found.handled),
-        )
+        return None if found is None else failure_record(found)
 
     def item_journal(self, item_id: str, after: int, limit: int) -> list[JournalEntry]:
         """The journal entries of one item (its operations), oldest first."""
         rows = self.db.execute(_ITEM_JOURNAL, {"item": item_id, "after": after, "limit": limit})
-        return [
-            JournalEntry(
-                seq=r.seq,
-                at=r.at,
-                kind=r.kind,
-                item_id=r.item_id,
-                task=r.task,
-                detail=codec.loads(r.detail),
-            )
-            for r in rows
-        ]
+        return [journal_entry(r) for r in rows]
 
     def crawl_pages(
         self, crawl_id: int, *, status: str | None, after: str, limit: int

@@ -144,32 +144,36 @@ def failures(
         f" occurred_at, handled FROM failures WHERE {where}"
         " ORDER BY id DESC LIMIT :limit"
     )
-    return [
-        FailureRecord(
-            id=r.id,
-            job_id=r.job_id,
-            item_id=r.item_id,
-            task=r.task,
-            attempt=r.attempt,
-            error_type=r.error_type,
-            message=r.message,
-            traceback=r.traceback,
-            occurred_at=r.occurred_at,
-            handled=bool(r.handled),
-        )
-        for r in db.execute(stmt, params)
-    ]
+    return [failure_record(r) for r in db.execute(stmt, params)]
+
+
+def failure_record(r: Any) -> FailureRecord:
+    """A ``failures`` row as a record (every listing of failures reads these columns)."""
+    return FailureRecord(
+        id=r.id,
+        job_id=r.job_id,
+        item_id=r.item_id,
+        task=r.task,
+        attempt=r.attempt,
+        error_type=r.error_type,
+        message=r.message,
+        traceback=r.traceback,
+        occurred_at=r.occurred_at,
+        handled=bool(r.handled),
+    )
+
+
+def journal_entry(r: Any) -> JournalEntry:
+    """A ``journal`` row as a record."""
+    return JournalEntry(
+        seq=r.seq,
+        at=r.at,
+        kind=r.kind,
+        item_id=r.item_id,
+        task=r.task,
+        detail=codec.loads(r.detail),
+    )
 
 
 def journal(db: Database, since: int = 0, limit: int = 1000) -> list[JournalEntry]:
-    return [
-        JournalEntry(
-            seq=r.seq,
-            at=r.at,
-            kind=r.kind,
-            item_id=r.item_id,
-            task=r.task,
-            detail=codec.loads(r.detail),
-        )
-        for r in db.execute(_JOURNAL, {"since": since, "limit": limit})
-    ]
+    return [journal_entry(r) for r in db.execute(_JOURNAL, {"since": since, "limit": limit})]
