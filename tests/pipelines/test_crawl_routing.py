@@ -224,3 +224,29 @@ def test_pins_are_checked(tracker: Tracker) -> None:
             store.pipelines.pin("p1", 1, "later")
         with pytest.raises(NotFound, match="no pipeline is named 'p2'"):
             store.pipelines.pin("p2", None)
+
+
+def test_pinned_slots_hold_to_their_crawl_and_the_rest_stay_routed(tracker: Tracker) -> None:
+    plain = crawl(tracker.db, "plain", niceness=-10)
+    pinned = crawl(tracker.db, "eu", tag="eu")  # not routed to this untagged pipeline
+    tracker.pipeline("p1", slots=4)
+    with Store(tracker.db) as store:
+        row = store.pipelines.pin("p1", pinned, "forever", slots=2)
+    assert row.crawl_slots == 2
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1", tasks=FETCH)
+        jobs = (await raw.ok("claim", {"limit": 4}))["jobs"]
+        by_crawl = [int(j["item_id"].split(":")[1]) for j in jobs]
+        assert sorted(by_crawl) == sorted([pinned, pinned, plain, plain])
+        # the pinned slots are busy: more room goes only to the routed crawl
+        more = (await raw.ok("claim", {"limit": 1}))["jobs"]
+        assert crawls_of(more) == {plain}
+        # one pinned page done: its slot takes the pinned crawl's last page
+        again = await raw.ok(
+            "claim", {"limit": 1, "results": [_done(jobs[by_crawl.index(pinned)])]}
+        )
+        assert crawls_of(again["jobs"]) == {pinned}
+        await raw.ws.close()
+
+    run(main)

@@ -28,6 +28,7 @@ def pipeline_json(row: PipelineRow, now: float) -> dict[str, Any]:
         "disk_total": row.disk_total,
         "crawl": row.crawl,
         "crawl_lock": row.crawl_lock,
+        "crawl_slots": row.crawl_slots,
         **output.stamp("last_checkin", row.last_checkin),
         **output.stamp("connected_at", row.connected_at),
         **output.stamp("created_at", row.created_at),
@@ -118,7 +119,7 @@ def list_pipelines(as_json: bool) -> None:
 def show(pipeline_id: str, as_json: bool) -> None:
     """One pipeline. With --json: {"id", "tags", "match_only", "slots", "connected",
     "server", "in_use", "draining", "client_version", "disk_free", "disk_total",
-    "crawl", "crawl_lock", "last_checkin", "connected_at", "created_at",
+    "crawl", "crawl_lock", "crawl_slots", "last_checkin", "connected_at", "created_at",
     "token_rotated_at"} (times with *_epoch twins)."""
     store = open_store()
     row = store.pipelines.require(pipeline_id)
@@ -164,12 +165,18 @@ def update(
     show_default=True,
     help="Lift the pin when the crawl finishes, or only when unpinned.",
 )
-def pin(pipeline_id: str, crawl_id: int, lock: str) -> None:
-    """Make pipeline ID fetch only crawl CRAWL's pages (whatever its tags say)."""
+@click.option(
+    "--slots",
+    type=click.IntRange(1, MAX_SLOTS),
+    help="Pin this many of its slots; the rest stay routed by its tags [default: all].",
+)
+def pin(pipeline_id: str, crawl_id: int, lock: str, slots: int | None) -> None:
+    """Hold pipeline ID's slots (or --slots of them) to crawl CRAWL's pages, whatever its
+    tags say: pinned slots take only that crawl's pages, and wait for it when it has
+    none due."""
     store = open_store()
-    output.print_json(
-        pipeline_json(store.pipelines.pin(pipeline_id, crawl_id, lock), store.clock())
-    )
+    row = store.pipelines.pin(pipeline_id, crawl_id, lock, slots)
+    output.print_json(pipeline_json(row, store.clock()))
 
 
 @pipeline.command("unpin")

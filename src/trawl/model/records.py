@@ -206,6 +206,7 @@ class PipelineRow:
     disk_total: int | None
     crawl: int | None = None  # pinned to this crawl's pages
     crawl_lock: str | None = None  # the pin lasts until it "finished", or "forever"
+    crawl_slots: int | None = None  # how many of its slots are pinned (None: all)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -27,7 +27,8 @@ STALE_AFTER = 45.0
 
 _COLUMNS = (
     "id, tags, match_only, slots, created_at, token_rotated_at, draining, connected_at,"
-    " server, last_checkin, client_version, in_use, disk_free, disk_total, crawl, crawl_lock"
+    " server, last_checkin, client_version, in_use, disk_free, disk_total, crawl, crawl_lock,"
+    " crawl_slots"
 )
 _INSERT = q(
     "INSERT INTO pipelines (id, salt, hash, tags, match_only, slots, created_at,"
@@ -54,7 +55,10 @@ _DISCONNECTED = q(
     "UPDATE pipelines SET connected_at = NULL, server = NULL, in_use = 0"
     " WHERE id = :id AND server = :server"
 )
-_PIN = q("UPDATE pipelines SET crawl = :crawl, crawl_lock = :lock WHERE id = :id RETURNING id")
+_PIN = q(
+    "UPDATE pipelines SET crawl = :crawl, crawl_lock = :lock, crawl_slots = :slots"
+    " WHERE id = :id RETURNING id"
+)
 _CRAWL_EXISTS = q("SELECT 1 FROM crawls WHERE id = :crawl")
 LOCKS = ("finished", "forever")
 _CHECKIN = q(
@@ -81,6 +85,7 @@ def _row(r: Any) -> PipelineRow:
         disk_total=r.disk_total,
         crawl=r.crawl,
         crawl_lock=r.crawl_lock,
+        crawl_slots=r.crawl_slots,
     )
 
 
@@ -213,20 +218,35 @@ class Pipelines:
         with self.db.write():
             self.db.execute(_CHECKIN, params)
 
-    def pin(self, pipeline_id: str, crawl_id: int | None, lock: str = "finished") -> PipelineRow:
-        """Fetch only *crawl_id*'s pages until it finishes (*lock* ``finished``) or until
-        unpinned (``forever``); ``None`` unpins."""
+    def pin(
+        self,
+        pipeline_id: str,
+        crawl_id: int | None,
+        lock: str = "finished",
+        slots: int | None = None,
+    ) -> PipelineRow:
+        """Hold *slots* of the pipeline's slots (all of them: ``None``) to *crawl_id*'s
+        pages until it finishes (*lock* ``finished``) or until unpinned (``forever``);
+        ``None`` unpins. Pinned slots wait for that crawl even when it has nothing due."""
         if lock not in LOCKS:
             raise InvalidInput(
                 f"a pin lasts until the crawl is 'finished' or 'forever', not {lock!r}"
             )
+        if slots is not None:
+            check_slots(slots)
         with self.db.write():
             if (
                 crawl_id is not None
                 and self.db.execute(_CRAWL_EXISTS, {"crawl": crawl_id}).first() is None
             ):
                 raise NotFound(f"no crawl has the id {crawl_id}")
-            params = {"id": pipeline_id, "crawl": crawl_id, "lock": lock if crawl_id else None}
+            pinned = crawl_id is not None
+            params = {
+                "id": pipeline_id,
+                "crawl": crawl_id,
+                "lock": lock if pinned else None,
+                "slots": slots if pinned else None,
+            }
             if self.db.execute(_PIN, params).first() is None:
                 raise NotFound(f"no pipeline is named {pipeline_id!r} (see: trawl pipeline list)")
             return _row(self.db.execute(_GET, {"id": pipeline_id}).one())

@@ -39,6 +39,11 @@ _HELD = q(
 )
 
 
+_HELD_PAGES = q(
+    "SELECT count(*) FROM jobs j JOIN crawl_pages p ON p.item_id = j.item_id"
+    " WHERE j.task = :task AND j.status = 'running' AND j.owner = :owner"
+    " AND p.crawl_id = :crawl"
+)
 _HOLDS = q(
     "SELECT 1 FROM jobs WHERE item_id = :item AND task = :task AND attempt = :attempt"
     " AND status = 'running' AND owner = :owner"
@@ -161,3 +166,8 @@ class Queues:
             _HOLDS, {"item": item_id, "task": task, "attempt": attempt, "owner": owner}
         )
         return found.first() is not None
+
+    def held_pages(self, task: str, owner: str, crawl_id: int) -> int:
+        """How many of *crawl_id*'s pages *owner* holds leases of (the fetch *task*'s)."""
+        found = self.db.execute(_HELD_PAGES, {"task": task, "owner": owner, "crawl": crawl_id})
+        return int(found.scalar() or 0)

@@ -370,8 +370,9 @@ pipelines = sa.Table(
     sa.Column("in_use", sa.Integer(), nullable=False, server_default="0"),
     sa.Column("disk_free", sa.BigInteger(), nullable=True),
     sa.Column("disk_total", sa.BigInteger(), nullable=True),
-    # An operator's pin: the pipeline fetches only this crawl's pages, until it finishes
-    # (crawl_lock "finished") or until unpinned ("forever").
+    # An operator's pin: some (crawl_slots) or all of the pipeline's slots fetch only this
+    # crawl's pages, until it finishes (crawl_lock "finished") or until unpinned ("forever").
     sa.Column("crawl", sa.BigInteger(), nullable=True),
     sa.Column("crawl_lock", sa.Text(), nullable=True),
+    sa.Column("crawl_slots", sa.Integer(), nullable=True),  # of its slots; NULL: all
 )

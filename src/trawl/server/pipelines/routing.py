@@ -28,6 +28,11 @@ class Routing:
         self.draining = row.draining
         self.tags, self.match_only = row.tags, row.match_only
         self.pinned, self.lock = row.crawl, row.crawl_lock
+        # slots held for the pinned crawl (the rest are routed as usual); all of them if
+        # the pin names no number
+        self.pinned_slots = (
+            self.slots if row.crawl_slots is None else min(row.crawl_slots, self.slots)
+        )
         self.fetch = next((t for t in hello.tasks if t.name == FETCH_TASK), None)
         routed = [
             t
@@ -38,15 +43,19 @@ class Routing:
         self.gates = [_gate(t) for t in routed]
 
     def crawls(self, crawls: list[CrawlRow]) -> list[int]:
-        """Of *crawls*, those whose pages this pipeline may fetch now, best first: active
-        (not aborted, concurrency above 0) and routed to it, or the one it is pinned to
-        whatever its tag; lower niceness, then oldest."""
+        """Of *crawls*, those whose pages the pipeline's unpinned slots may fetch now, best
+        first: active (not aborted, concurrency above 0) and routed to it; lower niceness,
+        then oldest."""
         routed = [c for c in crawls if not c.aborted and c.concurrency > 0 and self._takes(c)]
         return [c.id for c in sorted(routed, key=lambda c: (c.niceness, c.created_at, c.id))]
 
+    def pinned_crawl(self, crawls: list[CrawlRow]) -> list[int]:
+        """The pinned crawl, if it is active now."""
+        return [c.id for c in crawls if c.id == self.pinned and not c.aborted and c.concurrency > 0]
+
     def _takes(self, crawl: CrawlRow) -> bool:
-        if self.pinned is not None:
-            return crawl.id == self.pinned
+        if self.pinned is not None and self.pinned_slots >= self.slots:
+            return False  # every slot is the pinned crawl's
         return eligible(crawl.tag, self.tags, self.match_only)
 
 

@@ -29,7 +29,7 @@ from trawl.live import Conversation, Session, action, daemon
 from trawl.model import wire
 from trawl.model.errors import DatabaseUnavailable, InvalidInput, TrawlError
 from trawl.model.limits import Limit
-from trawl.model.records import AttemptResult, CommitReport, PipelineRow, TaskInfo
+from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, PipelineRow, TaskInfo
 from trawl.runtime.backend import commit_and_claim
 from trawl.server.pipelines.effects import BadAttempt, CustomDecoder, attempt_result
 from trawl.server.pipelines.routing import Routing, limit
@@ -199,19 +199,32 @@ class PipelineSession(Session):
         return _report(report, repeated, [job for job, _ in others if job not in repeated]), batch
 
     def _lease(self, store: Store, limit: int, *, routing: Routing) -> engine_claim.ClaimBatch:
-        """The routed tasks' due jobs, then pages of the crawls routed to the pipeline."""
+        """The routed tasks' due jobs, then crawl pages: the pinned crawl's for the slots
+        pinned to it (held for it even when it has nothing due), routed crawls' for the
+        rest."""
         batch = engine_claim.ClaimBatch(jobs=[])
         if routing.gates:
             batch = engine_claim.claim(store, routing.gates, limit, self.owner)
         room = limit - len(batch.jobs)
-        if routing.fetch is not None and room > 0:
-            with store.read():
-                crawls = routing.crawls(store.crawls.all())
-            pages = store.claim_pages(FETCH_TASK, crawls, routing.fetch.timeout, room, self.owner)
-            if not pages and routing.pinned is not None and routing.lock == "finished":
+        if routing.fetch is None or room <= 0:
+            return batch
+        with store.read():
+            crawls = store.crawls.all()
+        pages: list[ClaimedJob] = []
+        if routing.pinned is not None:
+            held = store.queues.held_pages(FETCH_TASK, self.owner, routing.pinned)
+            free = max(0, routing.pinned_slots - held)
+            timeout = routing.fetch.timeout
+            pages = store.claim_pages(
+                FETCH_TASK, routing.pinned_crawl(crawls), timeout, min(room, free), self.owner
+            )
+            if not pages and routing.lock == "finished" and held == 0:
                 self._unpin_finished(store, routing.pinned)
-            batch = engine_claim.ClaimBatch(jobs=batch.jobs + pages, wake_at=batch.wake_at)
-        return batch
+            room -= free
+        if room > 0:
+            routed = routing.crawls(crawls)
+            pages += store.claim_pages(FETCH_TASK, routed, routing.fetch.timeout, room, self.owner)
+        return engine_claim.ClaimBatch(jobs=batch.jobs + pages, wake_at=batch.wake_at)
 
     def _unpin_finished(self, store: Store, crawl_id: int) -> None:
         """A pin until the crawl finishes ends when it has: the pipeline is routed again."""

@@ -40,6 +40,7 @@ class PipelineView(msgspec.Struct):
     disk_total: int | None
     crawl: int | None  # pinned to this crawl's pages
     crawl_lock: str | None  # until it "finished", or "forever"
+    crawl_slots: int | None  # how many of its slots are pinned (null: all)
     last_checkin: float | None
     connected_at: float | None
     created_at: float
@@ -73,8 +74,11 @@ class Change(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Pin(msgspec.Struct, forbid_unknown_fields=True):
+    """Hold *slots* of the pipeline's slots (all: null) to the crawl's pages."""
+
     crawl: cursors.Id
     until: Literal["finished", "forever"] = "finished"
+    slots: Slots | None = None
 
 
 class Disconnected(msgspec.Struct):
@@ -97,6 +101,7 @@ def view(row: PipelineRow, now: float) -> PipelineView:
         disk_total=row.disk_total,
         crawl=row.crawl,
         crawl_lock=row.crawl_lock,
+        crawl_slots=row.crawl_slots,
         last_checkin=row.last_checkin,
         connected_at=row.connected_at,
         created_at=row.created_at,
@@ -176,7 +181,7 @@ class Pipelines(Controller):
     async def pin(self, pipeline_id: str, data: Pin, stores: Stores, live: Live) -> PipelineView:
         """Fetch only this crawl's pages (whatever the tags say), until it finishes or
         until unpinned."""
-        return await _pin(pipeline_id, data.crawl, data.until, stores, live)
+        return await _pin(pipeline_id, data.crawl, data.until, stores, live, data.slots)
 
     @delete("/{pipeline_id:str}/pin", opt={"scope": "write"}, status_code=200)
     async def unpin(self, pipeline_id: str, stores: Stores, live: Live) -> PipelineView:
@@ -215,10 +220,15 @@ async def _drain(pipeline_id: str, on: bool, stores: Stores, live: Live) -> Pipe
 
 
 async def _pin(
-    pipeline_id: str, crawl_id: int | None, lock: str, stores: Stores, live: Live
+    pipeline_id: str,
+    crawl_id: int | None,
+    lock: str,
+    stores: Stores,
+    live: Live,
+    slots: int | None = None,
 ) -> PipelineView:
     def run(store: Store) -> PipelineView:
-        return view(store.pipelines.pin(pipeline_id, crawl_id, lock), store.clock())
+        return view(store.pipelines.pin(pipeline_id, crawl_id, lock, slots), store.clock())
 
     shown = await stores.run(run)
     await tell_pipeline(live, pipeline_id, "refresh", "pinned" if crawl_id else "unpinned")

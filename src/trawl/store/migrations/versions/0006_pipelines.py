@@ -39,6 +39,7 @@ def upgrade() -> None:
         sa.Column("disk_total", sa.BigInteger(), nullable=True),
         sa.Column("crawl", sa.BigInteger(), nullable=True),
         sa.Column("crawl_lock", sa.Text(), nullable=True),
+        sa.Column("crawl_slots", sa.Integer(), nullable=True),
     )
     with op.batch_alter_table("tasks") as batch:
         batch.add_column(sa.Column("pipeline_tag", sa.Text(), nullable=True))
