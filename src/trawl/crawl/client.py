@@ -57,9 +57,15 @@ class Response:
 def session(concurrency: int) -> aiohttp.ClientSession:
     """One connection pool per process, keep-alive, no automatic decoding or redirects."""
     connector = aiohttp.TCPConnector(limit=max(1, concurrency) * 2, ttl_dns_cache=300)
-    return aiohttp.ClientSession(
+    session = aiohttp.ClientSession(
         connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar()
     )
+    # aiohttp sends a GET again at once when a kept-alive connection drops under it: a
+    # request the politeness gate never granted, landing milliseconds after the first. A
+    # dropped request is a failed attempt, retried through the gate. (No public option;
+    # test_remote_crawl's dropped connections fail if this stops working.)
+    session._retry_connection = False
+    return session
 
 
 async def fetch(
