@@ -472,8 +472,9 @@ def test_worker_runs_only_the_tasks_asked_for(trawl: Trawl) -> None:
 
 def test_worker_with_two_connections_does_every_job(trawl: Trawl) -> None:
     trawl.write_app()
-    for n in range(30):
-        trawl("add", f"sku:{n}", "--tag", "product")
+    items = trawl.cwd / "items.jsonl"
+    items.write_text("".join(f'{{"id": "sku:{n}", "tags": ["product"]}}\n' for n in range(30)))
+    trawl("add", "--file", str(items))
     run = trawl.work("app.py:app", "--tasks", "price", "--connections", "2")
     assert "concurrency 16, 2 connection(s)" in run.err
     assert trawl.status()["price"]["counts"]["done"] == 30

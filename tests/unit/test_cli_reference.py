@@ -31,10 +31,14 @@ def _commands() -> list[tuple[str, click.Command]]:
     def visit(command: click.Command, path: str) -> None:
         found.append((path, command))
         if isinstance(command, click.Group):
-            for name, sub in command.commands.items():
+            ctx = click.Context(command)
+            for name in command.list_commands(ctx):  # the root loads its commands lazily
+                sub = command.get_command(ctx, name)
+                assert sub is not None, f"{path} lists {name} but cannot load it"
                 visit(sub, f"{path} {name}")
 
     visit(cli, "trawl")
+    assert len(found) > 50, "every command and subcommand is listed"
     return found
 
 

@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 
 import click
 from click.exceptions import NoArgsIsHelpError
 
-from trawl.cli import (
-    crawl,
-    db,
-    demo,
-    failures,
-    items,
-    jobs,
-    journal,
-    pipeline,
-    run,
-    schedule,
-    serve,
-    tasks,
-    token,
-    worker,
-)
 from trawl.cli.common import GlobalOptions
 from trawl.model.errors import TrawlError
 
@@ -34,7 +19,46 @@ EXIT_INTERRUPTED = 130
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings=CONTEXT_SETTINGS)
+# Each command's module, imported when the command runs (or --help lists it): `trawl add`
+# need not load the crawler, the HTTP server and the live layer first.
+COMMANDS = {
+    "add": "items:add",
+    "show": "items:show",
+    "status": "jobs:status",
+    "expire": "jobs:expire",
+    "failures": "failures:failures",
+    "journal": "journal:journal",
+    "worker": "worker:worker",
+    "run": "run:run",
+    "db": "db:db",
+    "task": "tasks:task",
+    "limits": "tasks:limits",
+    "crawl": "crawl:crawl",
+    "schedule": "schedule:schedule",
+    "demo": "demo:demo",
+    "serve": "serve:serve",
+    "token": "token:token",
+    "pipeline": "pipeline:pipeline",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported by name, on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = COMMANDS.get(cmd_name)
+        if where is None:
+            return None
+        module, _, attr = where.partition(":")
+        command = getattr(importlib.import_module(f"trawl.cli.{module}"), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT_SETTINGS)
 @click.option(
     "--db",
     metavar="URL",
@@ -57,28 +81,6 @@ def cli(ctx: click.Context, db: str | None) -> None:
     Unix seconds ("due_at_epoch"); both are null when there is no time.
     """
     ctx.obj = GlobalOptions(db=db)
-
-
-for command in (
-    items.add,
-    items.show,
-    jobs.status,
-    jobs.expire,
-    failures.failures,
-    journal.journal,
-    worker.worker,
-    run.run,
-    db.db,
-    tasks.task,
-    tasks.limits,
-    crawl.crawl,
-    schedule.schedule,
-    demo.demo,
-    serve.serve,
-    token.token,
-    pipeline.pipeline,
-):
-    cli.add_command(command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
