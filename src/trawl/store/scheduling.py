@@ -134,10 +134,16 @@ _SEEN = q(
 )
 
 
+# Kept on the jobs too, so each visit policy reads an index of its own (store/policies.py).
+_SOURCE_UPDATE = q("UPDATE jobs SET source_update = :last_update WHERE item_id = :item_id")
+
+
 def relist(db: Database, item_id: str, now: float, last_update: float | None = None) -> None:
     """The item was listed again: jobs disabled as not found run again; seen times move."""
     db.execute(_RELIST, {"item_id": item_id, "now": now})
     db.execute(_SEEN, {"item_id": item_id, "now": now, "last_update": last_update})
+    if last_update is not None:
+        db.execute(_SOURCE_UPDATE, {"item_id": item_id, "last_update": last_update})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

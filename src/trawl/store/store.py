@@ -31,6 +31,7 @@ from trawl.store.crawls import CrawlTables
 from trawl.store.gates import Gates
 from trawl.store.items import Items
 from trawl.store.listings import Listings
+from trawl.store.pools import Pools
 from trawl.store.queues import Queues
 from trawl.store.results import Results
 from trawl.store.sql import NEW_JOBS, NOTIFY, RESELECT, q
@@ -64,8 +65,9 @@ _ADD_TASK_TAG = q("INSERT INTO task_tags (task, tag) VALUES (:name, :tag)")
 # Jobs for every item already carrying a tag the task selects.
 _JOBS_FOR_TASK = q(
     f"""{NEW_JOBS}
-    SELECT DISTINCT t.item_id, tt.task, 'queued', :now, true, 0, :niceness, false, true, 0
-    FROM task_tags tt JOIN tags t ON t.name = tt.tag
+    SELECT DISTINCT t.item_id, tt.task, 'queued', :now, true, 0, :niceness, false, true, 0,
+           i.last_update
+    FROM task_tags tt JOIN tags t ON t.name = tt.tag JOIN items i ON i.id = t.item_id
     WHERE tt.task = :name
     {RESELECT}"""
 )
@@ -99,9 +101,10 @@ class Store:
     The verbs on Store are whole operations (each its own transaction unless the caller
     holds one). Its parts hold the verbs of one concern, run inside the caller's
     transaction (:meth:`write`, :meth:`read`): ``items``, ``results``, ``gates`` (the
-    claim's), ``queues`` (the orchestrator's), ``crawls`` (the crawl tables), ``listings``
-    (cursor-paged reads for the API), ``tokens`` (API tokens), ``consumers`` (named journal
-    readers). Nothing outside ``trawl.store`` touches the connection (``db``) or SQLAlchemy.
+    claim's), ``pools`` (the visit policies'), ``queues`` (the orchestrator's), ``crawls``
+    (the crawl tables), ``listings`` (cursor-paged reads for the API), ``tokens`` (API
+    tokens), ``consumers`` (named journal readers). Nothing outside ``trawl.store`` touches
+    the connection (``db``) or SQLAlchemy.
     """
 
     def __init__(self, url: str, *, clock: Clock = time.time) -> None:
@@ -109,6 +112,7 @@ class Store:
         self.items = Items(self.db)
         self.results = Results(self.db)
         self.gates = Gates(self.db)
+        self.pools = Pools(self.db)
         self.queues = Queues(self.db)
         self.crawls = CrawlTables(self.db)
         self.listings = Listings(self.db)
