@@ -25,6 +25,8 @@ class TaskInfo:
     depends_on: tuple[str, ...] = ()
     rerun_on_change: bool = True
     max_failures: int | None = None
+    executor: str = "local"  # who runs it: trawl's workers, or "celery"
+    queue: str | None = None  # the broker queue of an external executor
 
 
 # ClaimedJob and AttemptResult are made once per job on the worker's hot path: msgspec

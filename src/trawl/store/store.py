@@ -29,6 +29,7 @@ from trawl.store.connection import Database
 from trawl.store.consumers import Consumers
 from trawl.store.crawls import CrawlTables
 from trawl.store.gates import Gates
+from trawl.store.handoffs import ExecutorTask, FeederRow, Handoffs
 from trawl.store.items import Items
 from trawl.store.listings import Listings
 from trawl.store.pools import Pools
@@ -101,10 +102,10 @@ class Store:
     The verbs on Store are whole operations (each its own transaction unless the caller
     holds one). Its parts hold the verbs of one concern, run inside the caller's
     transaction (:meth:`write`, :meth:`read`): ``items``, ``results``, ``gates`` (the
-    claim's), ``pools`` (the visit policies'), ``queues`` (the orchestrator's), ``crawls``
-    (the crawl tables), ``listings`` (cursor-paged reads for the API), ``tokens`` (API
-    tokens), ``consumers`` (named journal readers). Nothing outside ``trawl.store`` touches
-    the connection (``db``) or SQLAlchemy.
+    claim's), ``pools`` (the visit policies'), ``handoffs`` (external executors'),
+    ``queues`` (the orchestrator's), ``crawls`` (the crawl tables), ``listings``
+    (cursor-paged reads for the API), ``tokens`` (API tokens), ``consumers`` (named journal
+    readers). Nothing outside ``trawl.store`` touches the connection (``db``) or SQLAlchemy.
     """
 
     def __init__(self, url: str, *, clock: Clock = time.time) -> None:
@@ -113,6 +114,7 @@ class Store:
         self.results = Results(self.db)
         self.gates = Gates(self.db)
         self.pools = Pools(self.db)
+        self.handoffs = Handoffs(self.db)
         self.queues = Queues(self.db)
         self.crawls = CrawlTables(self.db)
         self.listings = Listings(self.db)
@@ -439,6 +441,12 @@ class Store:
 
     def status(self) -> list[TaskCounts]:
         return reads.status(self.db, self.clock())
+
+    def executors(self) -> tuple[list[ExecutorTask], list[FeederRow]]:
+        """Tasks external executors run, with their jobs in flight by hand-off state, and
+        the feeders of their queues (with the broker's length when each last looked)."""
+        with self.db.read():
+            return self.handoffs.executor_tasks(), self.handoffs.feeders()
 
     def failures(
         self,
