@@ -29,8 +29,6 @@ from tests.live.services import AMQP, need
 from tests.support.procs import Proc, Procs, descendants, running, wait_for
 from trawl.store.store import Store
 
-pytestmark = pytest.mark.slow
-
 JOBS = 2000
 CAP = 50
 
@@ -145,6 +143,7 @@ def kill_group(proc: Proc) -> None:
     proc.popen.wait()
 
 
+@pytest.mark.slow
 def test_2000_jobs_fed_with_a_cap_of_50_survive_a_killed_worker(
     procs: Procs, pg_url: str, amqp: str, queue: str
 ) -> None:
@@ -188,3 +187,68 @@ def test_2000_jobs_fed_with_a_cap_of_50_survive_a_killed_worker(
     assert set(journal.values()) == {1}  # committed exactly once each
     assert lost >= 1, "the kill landed while no attempt ran: nothing was tested"
     assert local_running == 0  # the feeder feeds only executor="celery" tasks
+
+
+# -- what the command line refuses, with a message naming what is wrong ----------------------
+
+NO_BIND = """
+import trawl
+app = trawl.App()
+
+@app.task(tags=["repo"], executor="celery")
+def load(ctx):
+    return None
+"""
+NO_CELERY_TASK = """
+import trawl
+from celery import Celery
+from trawl.celery import bind
+app = trawl.App()
+
+@app.task(tags=["repo"])
+def parse(ctx):
+    return None
+
+bind(app, Celery("x", broker="memory://"))
+"""
+
+
+def run_cli(tmp_path: Path, app: str, *args: str, block_celery: bool = False) -> tuple[int, str]:
+    import subprocess
+
+    (tmp_path / "cli_app.py").write_text(app)
+    prelude = "import sys; sys.modules['celery'] = None; " if block_celery else "import sys; "
+    code = prelude + "from trawl.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--db", db, *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=os.environ | {"PYTHONPATH": str(tmp_path)},
+        timeout=60,
+    )
+    return done.returncode, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("app", "args", "block", "message"),
+    [
+        (NO_BIND, ["feed", "celery", "cli_app:app", "--max-queue", "5"], False,
+         "cli_app:app binds no Celery app: call trawl.celery.bind(app, celery_app) in it"),
+        (NO_CELERY_TASK, ["feed", "celery", "cli_app:app", "--max-queue", "5"], False,
+         "the app declares no task with executor='celery': nothing to feed"),
+        (NO_BIND, ["feed", "celery", "cli_app:app", "--max-queue", "5"], True,
+         "Celery is not installed"),
+        (NO_BIND, ["feed", "celery", "cli_app:app", "--max-queue", "0"], False,
+         "Invalid value for '--max-queue'"),
+        (NO_BIND, ["worker", "cli_app:app", "--tasks", "load"], False,
+         "task 'load' runs on celery (executor='celery'): its workers run it; feed them"),
+    ],
+)  # fmt: skip
+def test_the_command_line_says_what_is_wrong(
+    tmp_path: Path, app: str, args: list[str], block: bool, message: str
+) -> None:
+    code, stderr = run_cli(tmp_path, app, *args, block_celery=block)
+    assert code != 0
+    assert message in " ".join(stderr.split()), stderr

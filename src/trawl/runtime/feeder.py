@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from trawl.engine import claim as engine_claim
-from trawl.model.errors import DatabaseUnavailable, TrawlError
+from trawl.model.errors import DatabaseUnavailable, InvalidInput, TrawlError
 from trawl.runtime.app import App, TaskDef
 from trawl.runtime.settle import sweep_lapsed
 from trawl.store.notify import Listener
@@ -73,7 +73,7 @@ class FeedOptions:
 
     def __post_init__(self) -> None:
         if self.cap < 1:
-            raise TrawlError(f"the queue cap must be at least 1, got {self.cap}")
+            raise InvalidInput(f"the queue cap must be at least 1, got {self.cap}")
 
 
 @dataclass(kw_only=True, slots=True)
@@ -129,7 +129,7 @@ class Feeder:
 
     def run(self, store: Store) -> int:
         """Feed until stopped (SIGINT/SIGTERM); returns the exit code."""
-        self._prepare(store)
+        self.prepare(store)
         listener = Listener(self.url, self._wake.set)
         listener.start()
         restore = _on_signals(self.stop)
@@ -138,11 +138,12 @@ class Feeder:
         finally:
             restore()
             listener.stop()
-            self._leave(store)
+            self.release(store)
         log.info("feeder %s stopped: %s", self.owner, self.stats)
         return 0
 
-    def _prepare(self, store: Store) -> None:
+    def prepare(self, store: Store) -> None:
+        """Register the tasks and lease their queues (refused if another feeder has one)."""
         store.ensure_schema(auto=store.is_sqlite)
         store.register_tasks(d.info() for d in self.defs)
         limits = {lim.name: lim for g in self._gates.values() for lim in g.limits}
@@ -164,7 +165,8 @@ class Feeder:
                 " one feeder per queue keeps the cap; stop the other one first"
             )
 
-    def _leave(self, store: Store) -> None:
+    def release(self, store: Store) -> None:
+        """Give the queues up (a feeder stopping): another feeder may take them at once."""
         with contextlib.suppress(DatabaseUnavailable), store.write():
             for queue in self.queues:
                 store.handoffs.leave_queue(queue, self.owner, store.clock())
@@ -274,14 +276,14 @@ def _defs(app: App, executor: str, tasks: Sequence[str] | None) -> list[TaskDef]
     mine = app.external(executor)
     if tasks is None:
         if not mine:
-            raise TrawlError(
+            raise InvalidInput(
                 f"the app declares no task with executor={executor!r}: nothing to feed"
             )
         return mine
     chosen = app.select(tasks)
     for d in chosen:
         if d.executor != executor:
-            raise TrawlError(
+            raise InvalidInput(
                 f"task {d.name!r} has executor={d.executor!r}, not {executor!r}: not fed here"
             )
     return chosen
