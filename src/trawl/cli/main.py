@@ -20,6 +20,7 @@ from trawl.cli import (
     run,
     schedule,
     serve,
+    simulate,
     tasks,
     token,
     worker,
@@ -75,6 +76,7 @@ for command in (
     crawl.crawl,
     schedule.schedule,
     demo.demo,
+    simulate.simulate_command,
     serve.serve,
     token.token,
 ):
