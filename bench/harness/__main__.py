@@ -12,9 +12,21 @@ from harness import backends, environment, profile, report
 from harness.plan import FULL, HUGE_SIZE, QUICK, Plan
 from harness.progress import say
 from harness.rows import Row, set_best_peer
-from harness.workloads import api, claim, compare, enqueue, live, peers, process, scheduling
+from harness.workloads import (
+    api,
+    claim,
+    compare,
+    enqueue,
+    live,
+    peers,
+    policies,
+    process,
+    scheduling,
+)
 
-WORKLOADS = ("enqueue", "api", "live", "claim", "scheduling", "process", "compare")
+WORKLOADS = (
+    "enqueue", "api", "live", "claim", "scheduling", "policies", "process", "compare",
+)  # fmt: skip
 BACKENDS = ("sqlite", "sqlite-full", "postgresql")
 # Syncing the WAL at every commit (sqlite-full) is measured where it changes the comparison
 # with the peers: processing no-op jobs. Everything else runs at trawl's default level.
@@ -95,6 +107,7 @@ def _run_all(
         ("live", live.run),
         ("claim", lambda p, b: claim.run(p, b, sizes)),
         ("scheduling", scheduling.run),
+        ("policies", policies.run),
         # process, then compare, which starts with the peers' no-op rows: the machine's
         # speed drifts over minutes, so the rows compared with each other run back to back
         ("process", process.run),
