@@ -148,3 +148,11 @@ def test_a_feeder_refuses_tasks_it_does_not_feed(app: App) -> None:
 
     with pytest.raises(InvalidInput, match="has executor='local', not 'celery'"):
         Feeder(app, CeleryBroker(celery_app), FeedOptions(cap=10), tasks=["local"])
+
+
+def test_an_idle_feeder_knows_when_the_next_job_comes_due(store: Store, clock: FakeClock) -> None:
+    hand_off(store)  # every job is in the broker: nothing due now
+    with store.read():
+        assert store.handoffs.next_due(["load"]) == clock.now + QUEUE_LEASE  # a lease lapses
+    with store.read():
+        assert store.handoffs.next_due(["other"]) is None

@@ -6,8 +6,9 @@ crashed attempts; read the queue's live length from the broker (or the jobs publ
 yet started, if more: they include what workers prefetched); with less than 5 % of the
 cap free, wait (60 s by default, plus 0-5 s of splay so feeders do not beat together);
 otherwise claim that many due jobs (split by the task's visit-policy weights, within its
-rate limits), publish them, and record them as queued. Nothing due: wait longer, or until
-the database says work was added (PostgreSQL's NOTIFY).
+rate limits), publish them, and record them as queued. Nothing due: wait until the next
+job becomes due (at most the idle wait), or until the database says work was added
+(PostgreSQL's NOTIFY).
 
 Between the claim and the record a job is ``claimed``: a feeder killed there leaves jobs
 that may or may not be in the broker. Their short lease lapses and a feeder publishes them
@@ -41,6 +42,7 @@ from trawl.store.store import Store
 log = logging.getLogger("trawl.feed")
 
 MIN_FREE = 0.05  # below this share of the cap free, the queue counts as full
+SAY_EVERY = 60.0  # seconds between the feeder's log lines of what it did
 
 
 class Broker(Protocol):
@@ -109,6 +111,7 @@ class Feeder:
         self.stats = FeedStats()
         self._rng = rng or random.Random()
         self._wake = threading.Event()
+        self._idle: set[str] = set()  # queues whose last look found nothing due
         self._stopping = False
         self._gates = {
             d.name: engine_claim.TaskGate(
@@ -180,6 +183,7 @@ class Feeder:
 
     def _loop(self, store: Store) -> None:
         next_look = dict.fromkeys(self.queues, 0.0)
+        last_said = time.monotonic()
         while not self._stopping:
             now = time.monotonic()
             for queue in [q for q, at in next_look.items() if at <= now]:
@@ -187,7 +191,11 @@ class Feeder:
             wait = min(next_look.values()) - time.monotonic()
             if wait > 0 and self._wake.wait(wait):
                 self._wake.clear()
-                next_look = dict.fromkeys(next_look, 0.0)  # work was added: look at once
+                for queue in self._idle:  # work was added: look at once where none was due
+                    next_look[queue] = 0.0
+            if time.monotonic() - last_said >= SAY_EVERY:
+                last_said = time.monotonic()
+                log.info("feeder %s: %s", self.owner, self.stats)
 
     def _cycle_safely(self, store: Store, queue: str) -> float:
         try:
@@ -214,9 +222,21 @@ class Feeder:
             return self.options.full_wait + self._rng.uniform(0, self.options.splay)
         jobs = self._claim(store, defs, free)
         if not jobs:
-            return self.options.idle_wait
+            self._idle.add(queue)
+            return self._until_due(store, defs)
+        self._idle.discard(queue)
         self._publish(store, queue, jobs)
         return 0.0
+
+    def _until_due(self, store: Store, defs: list[TaskDef]) -> float:
+        """Nothing is due: wait until something will be (a retry, a revisit, a lease that
+        lapses), at most --idle-wait."""
+        with store.read():
+            due = store.handoffs.next_due([d.name for d in defs])
+            now = store.clock()
+        if due is None:
+            return self.options.idle_wait
+        return max(0.05, min(self.options.idle_wait, due - now))
 
     def _recover(self, store: Store, queue: str, defs: list[TaskDef]) -> None:
         """Publish again what a feeder claimed and never recorded; settle lapsed leases."""

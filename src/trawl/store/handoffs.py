@@ -167,6 +167,16 @@ class Handoffs:
         )
         return int(self.db.execute(stmt, params).scalar() or 0)
 
+    def next_due(self, tasks: Sequence[str]) -> float | None:
+        """The earliest time a job of *tasks* not due now becomes due (a retry, a revisit,
+        a lease that lapses, a rate limit's next permit), or ``None``."""
+        clause, params = _ids(self.db, tasks)
+        stmt = q(
+            f"SELECT min(due_at) FROM jobs WHERE NOT ready AND due_at IS NOT NULL AND task {clause}"
+        )
+        value = self.db.execute(stmt, params).scalar()
+        return None if value is None else float(value)
+
     def start(self, job_id: int, attempt: int, owner: str, lease: float, now: float) -> Any:
         """An executor's worker takes the job to run it: the row for ``Store.claimed``, or
         ``None`` if this attempt is over or already started (a stale or second message)."""
