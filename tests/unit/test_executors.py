@@ -43,6 +43,15 @@ def test_trawl_workers_never_run_celery_tasks() -> None:
         Worker(app, tasks=["load"])
 
 
+def test_the_orchestrator_starts_no_actor_for_celery_tasks() -> None:
+    from trawl.runtime.orchestrator import Orchestrator
+
+    app = trawl.App("sqlite:///unused.db")
+    app.task(name="load", tags=["repo"], executor="celery")(lambda ctx: None)
+    app.task(name="parse", tags=["repo"])(lambda ctx: None)
+    assert set(Orchestrator(app, app_spec="x:app").actor_types) == {"parse", "trawl.schedule"}
+
+
 def test_bind_wants_a_celery_app() -> None:
     from trawl.celery import bind
 
