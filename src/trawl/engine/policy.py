@@ -16,6 +16,12 @@ from trawl.store.store import Store
 
 Weights = tuple[float, float, float]
 POOLS = (Pool.NEVER_RUN, Pool.LAGGING, Pool.OLDEST_DUE)
+# A lagging job is a re-run, so also in the oldest-due pool; never-run jobs are in neither.
+_OVERLAPS = {
+    Pool.NEVER_RUN: (),
+    Pool.LAGGING: (Pool.OLDEST_DUE,),
+    Pool.OLDEST_DUE: (Pool.LAGGING,),
+}
 
 
 def shares(weights: Weights, room: int) -> list[int]:
@@ -31,7 +37,7 @@ def shares(weights: Weights, room: int) -> list[int]:
 
 def select(store: Store, task: str, weights: Weights, room: int, now: float) -> list[Candidate]:
     """Up to *room* due jobs of *task*, each pool giving its share (inside the claim)."""
-    picked: dict[int, Candidate] = {}
+    picked: dict[int, tuple[Pool, Candidate]] = {}
     exhausted: set[Pool] = set()
     for pool, share in zip(POOLS, shares(weights, room), strict=True):
         _take(store, task, pool, share, picked, exhausted, now)
@@ -40,7 +46,7 @@ def select(store: Store, task: str, weights: Weights, room: int, now: float) -> 
             break
         if pool not in exhausted:
             _take(store, task, pool, room - len(picked), picked, exhausted, now)
-    return list(picked.values())
+    return [c for _, c in picked.values()]
 
 
 def _take(
@@ -48,15 +54,15 @@ def _take(
     task: str,
     pool: Pool,
     count: int,
-    picked: dict[int, Candidate],
+    picked: dict[int, tuple[Pool, Candidate]],
     exhausted: set[Pool],
     now: float,
 ) -> None:
-    """Add up to *count* jobs of *pool* not yet picked. The pools overlap (a lagging job is
-    also overdue), so read as many more as are picked already."""
+    """Add up to *count* jobs of *pool* not yet picked. A pool may hold jobs an overlapping
+    pool gave already, so read as many more as that pool (and this one) gave."""
     if count <= 0:
         return
-    asked = count + len(picked)
+    asked = count + sum(1 for p, _ in picked.values() if p is pool or p in _OVERLAPS[pool])
     found = store.pools.candidates(task, pool, asked, now)
     if len(found) < asked:
         exhausted.add(pool)
@@ -64,5 +70,5 @@ def _take(
         if count == 0:
             break
         if c.id not in picked:
-            picked[c.id] = c
+            picked[c.id] = (pool, c)
             count -= 1
