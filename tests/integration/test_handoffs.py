@@ -34,6 +34,8 @@ def app(db_url: str, calls: list[tuple[str, int]]) -> App:
     @app.task(tags=["repo"], executor="celery", timeout="30s", retries=2, backoff=0)
     def load(ctx):  # type: ignore[no-untyped-def]
         calls.append((ctx.id, ctx.attempt))
+        ctx.create_item(f"found:{ctx.id}", tags=["found"])  # effects commit with the attempt
+        ctx.log("load", f"loaded {ctx.data['n']}")
         return {"seen": ctx.id}
 
     return app
@@ -43,7 +45,7 @@ def app(db_url: str, calls: list[tuple[str, int]]) -> App:
 def store(app: App, clock: FakeClock) -> Iterator[Store]:
     with Store(app.db, clock=clock) as opened:
         opened.register_tasks(d.info() for d in app.tasks.values())
-        opened.add_items([item(f"repo:{n}", "repo") for n in range(3)])
+        opened.add_items([item(f"repo:{n}", "repo", n=n) for n in range(3)])
         yield opened
 
 
@@ -75,6 +77,10 @@ def test_a_message_delivered_twice_runs_and_commits_once(
         runner.close()
     assert sorted(calls) == [(f"repo:{n}", 1) for n in range(3)]
     assert sorted(journal_done(store)) == [f"repo:{n}" for n in range(3)]
+    logs = [e.detail for e in store.journal() if e.kind == "log"]
+    assert len(logs) == 3, logs
+    assert all("loaded" in str(d) for d in logs), logs
+    assert all(store.get_item(f"found:repo:{n}") is not None for n in range(3))
 
 
 def test_a_message_that_outlived_its_attempt_runs_nothing(
