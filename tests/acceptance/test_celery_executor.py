@@ -14,6 +14,7 @@ import contextlib
 import os
 import secrets
 import signal
+import socket
 import sys
 import threading
 import time
@@ -43,7 +44,7 @@ app = trawl.App()
 @app.task(tags=["repo"], executor="celery", queue=os.environ["TEST_QUEUE"], timeout="3s",
           retries=5, backoff="0.2s")
 def load(ctx):
-    time.sleep(0.03)
+    time.sleep(0.05)
     return {"n": ctx.data["n"], "pid": os.getpid()}
 
 @app.task(tags=["repo"], timeout="10s")
@@ -133,6 +134,16 @@ def done(store: Store) -> int:
         return int(store.db.execute(stmt).scalar() or 0)
 
 
+def running_on(store: Store, pids: list[int]) -> bool:
+    """Whether one of *pids* (a Celery worker's pool) is running an attempt now."""
+    owners = {f"celery:{socket.gethostname()}:{pid}" for pid in pids}
+    stmt = sa.text(
+        "SELECT owner FROM jobs WHERE task = 'load' AND status = 'running' AND handoff = 'started'"
+    )
+    with store.read():
+        return any(owner in owners for owner in store.db.execute(stmt).scalars())
+
+
 def kill_group(proc: Proc) -> None:
     """SIGKILL a Celery worker and its pool, as a machine lost would."""
     children = descendants(proc.pid)
@@ -155,7 +166,9 @@ def test_2000_jobs_fed_with_a_cap_of_50_survive_a_killed_worker(
         first = celery_worker(procs, pg_url, queue, "w1")
         second = celery_worker(procs, pg_url, queue, "w2")
         wait_for(lambda: done(store) >= 400, "400 jobs done", timeout=120, interval=0.05)
-        kill_group(first)
+        pool = descendants(first.pid)
+        wait_for(lambda: running_on(store, pool), "w1 running a job", timeout=30, interval=0.001)
+        kill_group(first)  # mid-run: one of its attempts is running
         killed_at = done(store)
         wait_for(lambda: done(store) >= JOBS, "every job done", timeout=240, interval=0.2)
         sampler.stopped.set()

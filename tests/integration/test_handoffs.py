@@ -114,7 +114,7 @@ def test_claims_never_recorded_are_taken_back_once_their_lease_lapses(
         assert store.handoffs.unpublished(["load"], "feeder3", PUBLISH, clock.now, 10) == []
     assert sorted((t.job_id, t.attempt) for t in taken) == sorted(pairs)  # the same attempts
     with store.read():
-        assert store.handoffs.waiting(["load"]) == 3
+        assert store.handoffs.outstanding(["load"]) == 3
     tasks, _ = store.executors()
     assert [(t.task, t.claimed, t.queued, t.started) for t in tasks] == [("load", 3, 0, 0)]
 

@@ -38,10 +38,17 @@ def bind(app: App, celery_app: Celery, *, db: str | None = None) -> dict[str, An
 
 def _register(celery_app: Celery, runner: HandoffRunner, d: TaskDef) -> Any:
     # ignore_result: the outcome is committed to trawl's database; no result backend needed.
-    # acks_late stays off (Celery's default): a message lost with its worker comes back
-    # through its lapsed lease, as a crashed attempt, not as a redelivery.
+    # acks_late with reject_on_worker_lost: a message is acknowledged once its attempt has
+    # committed, so one its worker took and died with goes back to the queue. Had it
+    # started, the copy runs nothing (its attempt is taken) and the job comes back when its
+    # lease lapses, as a crashed attempt; had it not, it simply runs. With early acks, a
+    # message taken and not yet started would be lost until the queue lease ran out.
     return celery_app.task(
-        name=celery_name(d.name), queue=d.queue, ignore_result=True, acks_late=False
+        name=celery_name(d.name),
+        queue=d.queue,
+        ignore_result=True,
+        acks_late=True,
+        reject_on_worker_lost=True,
     )(_body(runner, d.name))
 
 

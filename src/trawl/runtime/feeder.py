@@ -2,19 +2,19 @@
 
 For each queue, in a loop: take back the jobs a feeder claimed but never recorded as
 published (they are published again, as the same attempt) and settle lapsed leases as
-crashed attempts; read the queue's live length from the broker (or the jobs published and not
-yet started, if more: they include what workers prefetched); with less than 5 % of the
-cap free, wait (60 s by default, plus 0-5 s of splay so feeders do not beat together);
-otherwise claim that many due jobs (split by the task's visit-policy weights, within its
-rate limits), publish them, and record them as queued. Nothing due: wait until the next
-job becomes due (at most the idle wait), or until the database says work was added
-(PostgreSQL's NOTIFY).
+crashed attempts; read the queue's live length from the broker (or the jobs published and
+not yet committed, if more: they include the messages workers hold unacknowledged); with
+less than 5 % of the cap free, wait (60 s by default, plus 0-5 s of splay so feeders do
+not beat together); otherwise claim that many due jobs (split by the task's visit-policy
+weights, within its rate limits), publish them, and record them as queued. Nothing due:
+wait until the next job becomes due (at most the idle wait), or until the database says
+work was added (PostgreSQL's NOTIFY).
 
 Between the claim and the record a job is ``claimed``: a feeder killed there leaves jobs
 that may or may not be in the broker. Their short lease lapses and a feeder publishes them
 again with the same attempt; a copy already queued is dropped by the executor's worker,
-which takes a job only once per attempt. So the queue never holds more than the cap (less
-what the broker had not yet counted), and no job is lost or committed twice.
+which takes a job only once per attempt. So the queue never holds more than the cap, and
+no job is lost or committed twice.
 """
 
 from __future__ import annotations
@@ -214,10 +214,11 @@ class Feeder:
         defs = self.queues[queue]
         self._recover(store, queue, defs)
         length = self.broker.length(queue)
-        waiting = self._saw(store, queue, defs, length)
-        # The broker's count leaves out what workers prefetched; a worker that dies puts
-        # those back. Jobs published and not started count them, so the cap holds then too.
-        free = self.options.cap - max(length, waiting)
+        outstanding = self._saw(store, queue, defs, length)
+        # The broker's count leaves out the messages workers hold unacknowledged (prefetched,
+        # or running: they are acknowledged once committed), which a worker that dies puts
+        # back. Jobs published and not committed count them, so the cap holds then too.
+        free = self.options.cap - max(length, outstanding)
         if free < MIN_FREE * self.options.cap:
             return self.options.full_wait + self._rng.uniform(0, self.options.splay)
         jobs = self._claim(store, defs, free)
@@ -263,15 +264,15 @@ class Feeder:
 
     def _saw(self, store: Store, queue: str, defs: list[TaskDef], length: int) -> int:
         """Record the broker's length (renewing our lease on the queue); returns the jobs
-        published and not yet started."""
+        published and not yet committed."""
         with store.write():
             now = store.clock()
             until = now + self._lease_span()
             kept = store.handoffs.saw_queue(queue, self.owner, length, until, now)
-            waiting = store.handoffs.waiting([d.name for d in defs])
+            outstanding = store.handoffs.outstanding([d.name for d in defs])
         if not kept:
             self._take(store, queue)  # our lease lapsed (a long outage): take it back if free
-        return waiting
+        return outstanding
 
     def _claim(self, store: Store, defs: list[TaskDef], room: int) -> list[tuple[str, int, int]]:
         gates = [self._gates[d.name] for d in defs]

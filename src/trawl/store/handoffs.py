@@ -156,14 +156,14 @@ class Handoffs:
             for r in self.db.execute(stmt, params)
         ]
 
-    def waiting(self, tasks: Sequence[str]) -> int:
-        """Jobs of *tasks* published (or being published) and not yet started by a worker:
-        in the queue, or in a worker's prefetch buffer, from where a dying worker's
-        connection puts them back in the queue."""
+    def outstanding(self, tasks: Sequence[str]) -> int:
+        """Jobs of *tasks* whose message is (or is being put) in the broker: published and
+        not yet committed. Late-acknowledged messages stay in the queue until then, held by
+        a worker; a worker that dies puts them back."""
         clause, params = _ids(self.db, tasks)
         stmt = q(
             f"SELECT count(*) FROM jobs WHERE task {clause} AND status = 'running'"
-            " AND handoff IN ('claimed', 'queued')"
+            " AND handoff IS NOT NULL"
         )
         return int(self.db.execute(stmt, params).scalar() or 0)
 
