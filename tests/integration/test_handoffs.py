@@ -162,3 +162,22 @@ def test_an_idle_feeder_knows_when_the_next_job_comes_due(store: Store, clock: F
         assert store.handoffs.next_due(["load"]) == clock.now + QUEUE_LEASE  # a lease lapses
     with store.read():
         assert store.handoffs.next_due(["other"]) is None
+
+
+def test_a_feeder_waits_out_a_broker_it_cannot_reach(
+    app: App, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    from trawl.celery import bind
+    from trawl.celery.broker import CeleryBroker
+
+    celery_app = Celery("test", broker="amqp://guest:guest@127.0.0.1:9//")  # nothing listens
+    celery_app.conf.broker_connection_timeout = 1
+    bind(app, celery_app)
+    broker = CeleryBroker(celery_app)
+    feeder = Feeder(app, broker, FeedOptions(cap=10, retry_wait=7.0))
+    feeder.prepare(store)
+    assert feeder._cycle_safely(store, "trawl.load") == 7.0  # tries again later
+    assert "feeding trawl.load failed, retrying in 7s" in caplog.text
+    assert broker._connection is None  # the next try opens a new connection
+    with store.read():
+        assert store.handoffs.outstanding(["load"]) == 0  # nothing was claimed

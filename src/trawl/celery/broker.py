@@ -7,7 +7,8 @@ a length read right after a publish counts them, and the cap holds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from celery import Celery
@@ -28,27 +29,39 @@ class CeleryBroker:
 
     def length(self, queue: str) -> int:
         """Messages ready in *queue* (declared with Celery's settings if missing)."""
-        channel = self._open()
-        self._declare(queue, channel)
-        _, count, _ = channel.queue_declare(queue=queue, passive=True)
-        return int(count)
+        with self._reopened_after_error():
+            channel = self._open()
+            self._declare(queue, channel)
+            _, count, _ = channel.queue_declare(queue=queue, passive=True)
+            return int(count)
 
     def publish(self, queue: str, task: str, jobs: Sequence[tuple[int, int]]) -> None:
-        channel = self._open()
-        self._declare(queue, channel)
-        producer = self.celery.amqp.Producer(channel)
-        for job_id, attempt in jobs:
-            self.celery.send_task(
-                celery_name(task),
-                args=(job_id, attempt),
-                task_id=MESSAGE_ID.format(job=job_id, attempt=attempt),
-                queue=queue,
-                producer=producer,
-            )
+        with self._reopened_after_error():
+            channel = self._open()
+            self._declare(queue, channel)
+            producer = self.celery.amqp.Producer(channel)
+            for job_id, attempt in jobs:
+                self.celery.send_task(
+                    celery_name(task),
+                    args=(job_id, attempt),
+                    task_id=MESSAGE_ID.format(job=job_id, attempt=attempt),
+                    queue=queue,
+                    producer=producer,
+                )
+
+    @contextlib.contextmanager
+    def _reopened_after_error(self) -> Iterator[None]:
+        """A failed call may leave the channel broken: the next one opens a new connection."""
+        try:
+            yield
+        except Exception:
+            self.close()
+            raise
 
     def close(self) -> None:
         if self._connection is not None:
-            self._connection.release()
+            with contextlib.suppress(Exception):  # a broken connection may fail to close
+                self._connection.release()
         self._connection = self._channel = None
         self._declared.clear()
 
