@@ -20,11 +20,15 @@ from harness.workloads import (
     live,
     peers,
     pipelines,
+    policies,
     process,
     scheduling,
 )
 
-WORKLOADS = ("enqueue", "api", "live", "pipelines", "claim", "scheduling", "process", "compare")
+WORKLOADS = (
+    "enqueue", "api", "live", "pipelines", "claim", "scheduling", "policies", "process",
+    "compare",
+)  # fmt: skip
 BACKENDS = ("sqlite", "sqlite-full", "postgresql")
 # Syncing the WAL at every commit (sqlite-full) is measured where it changes the comparison
 # with the peers: processing no-op jobs. Everything else runs at trawl's default level.
@@ -106,6 +110,7 @@ def _run_all(
         ("pipelines", pipelines.run),
         ("claim", lambda p, b: claim.run(p, b, sizes)),
         ("scheduling", scheduling.run),
+        ("policies", policies.run),
         # process, then compare, which starts with the peers' no-op rows: the machine's
         # speed drifts over minutes, so the rows compared with each other run back to back
         ("process", process.run),

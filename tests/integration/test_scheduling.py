@@ -21,7 +21,6 @@ from trawl.engine.claim import ClaimBatch, TaskGate, claim
 from trawl.model.errors import UnknownTask
 from trawl.model.limits import make_limit
 from trawl.model.records import ClaimedJob
-from trawl.store import gates
 from trawl.store.store import Store
 
 LEASE = 60.0
@@ -253,12 +252,9 @@ def test_visit_policy_shares_a_batch_between_new_lagging_and_oldest(
     for n in range(6):  # items the source updated at different times
         store.add_items([item(f"old:{n}", "product")])
     finish(store, take(store, gate()).jobs)
-    with store.db.write():
-        for n in range(6):
-            store.db.execute(
-                gates.q("UPDATE items SET last_update = :t WHERE id = :id"),
-                {"t": clock.now + 100 * n, "id": f"old:{n}"},
-            )
+    with store.write():
+        for n in range(6):  # as a lister reports it
+            store.relist(f"old:{n}", clock.now, last_update=clock.now + 100 * n)
     store.expire("price")
     clock.advance(1000)
     store.add_items([item(f"new:{n}", "product") for n in range(6)])

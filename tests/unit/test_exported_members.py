@@ -15,6 +15,7 @@ def test_exported_members() -> None:
         "server",  # the HTTP API, started by `trawl serve`
         "client",  # the module behind Client, AsyncClient and ApiError
         "live",  # the live layer, imported as trawl.live (docs/live.md)
+        "celery",  # the Celery executor, imported as trawl.celery (docs/executors.md)
     }
     assert exported == set(trawl.__all__) - {"__version__"}
     assert set(trawl.__all__) == {

@@ -43,6 +43,27 @@ def local(epoch: float, tz: str) -> str:
             "2026-11-01T00:30",
             ["2026-11-01T01:00:00-04:00", "2026-11-01T01:00:00-05:00"],
         ),
+        # Hourly across spring forward in New York: no 02:00 that day, and no double run.
+        (
+            "0 * * * *",
+            "America/New_York",
+            "2026-03-08T00:30",
+            ["2026-03-08T01:00:00-05:00", "2026-03-08T03:00:00-04:00"],
+        ),
+        # Daily at 01:30 across fall back in New York: the first 01:30 only.
+        (
+            "30 1 * * *",
+            "America/New_York",
+            "2026-10-31T12:00",
+            ["2026-11-01T01:30:00-04:00", "2026-11-02T01:30:00-05:00"],
+        ),
+        # Weekly on the Sunday clocks go forward in Paris: at the jump, then as usual.
+        (
+            "15 2 * * 0",
+            "Europe/Paris",
+            "2026-03-22T12:00",
+            ["2026-03-29T03:00:00+02:00", "2026-04-05T02:15:00+02:00"],
+        ),
         # A daily run at 03:00 UTC is 04:00 or 03:00 in London depending on the season.
         (
             "0 3 * * *",

@@ -13,6 +13,7 @@ from trawl.model.ids import check_id, check_tag
 from trawl.model.records import TaskCounts
 from trawl.runtime import recurring
 from trawl.runtime.loader import load_app
+from trawl.store.handoffs import ExecutorTask, FeederRow
 
 
 @click.command("status")
@@ -35,6 +36,11 @@ def status(app_spec: str | None, as_json: bool) -> None:
     serves: its task is not registered, or (with --app) APP does not declare
     it; `trawl run` warns about these too.
 
+    Tasks an external executor runs (executor="celery") get a second table:
+    per queue, the jobs published and waiting in the broker (IN BROKER), those
+    a Celery worker runs (RUNNING), and the queue's length in the broker and
+    cap as its feeder last saw them.
+
     With --json, prints one object:
 
     \b
@@ -42,17 +48,63 @@ def status(app_spec: str | None, as_json: bool) -> None:
                 "counts": {"queued": 0, "running": 0, "done": 3, "failed": 1,
                            "skipped": 0},
                 "due_now": 0, "unhandled_failures": 1, "paused": null,
-                "orphaned": false}]}
+                "orphaned": false}],
+     "executors": [{"executor": "celery", "queue": "trawl.load", "task": "load",
+                    "in_broker": 48, "running": 8, "claimed": 0,
+                    "broker_length": 47, "seen_at": "...", "seen_at_epoch": 1.7e9,
+                    "cap": 50, "feeder": "feed:host:123:abc"}]}
     """
     declared = set(load_app(app_spec).tasks) if app_spec is not None else None
-    rows = [row for row in open_store().status() if not _idle_builtin(row)]
+    store = open_store()
+    rows = [row for row in store.status() if not _idle_builtin(row)]
     orphaned = {row.task for row in rows if _orphaned(row, declared)}
+    executors = executor_rows(*store.executors())
     if as_json:
-        output.print_json({"tasks": [counts_json(row, row.task in orphaned) for row in rows]})
+        tasks = [counts_json(row, row.task in orphaned) for row in rows]
+        output.print_json({"tasks": tasks, "executors": executors})
     elif not rows:
         click.echo("no tasks yet: run `trawl worker APP` to register the app's tasks")
     else:
         output.print_table(_status_table(rows, orphaned))
+        if executors:
+            output.print_table(_executors_table(executors))
+
+
+def executor_rows(tasks: list[ExecutorTask], feeders: list[FeederRow]) -> list[dict[str, Any]]:
+    """Per task an external executor runs: where its jobs in flight are."""
+    by_queue = {f.queue: f for f in feeders}
+    rows = []
+    for t in tasks:
+        feeder = by_queue.get(t.queue or "")
+        rows.append(
+            {
+                "executor": t.executor,
+                "queue": t.queue,
+                "task": t.task,
+                "in_broker": t.queued + t.claimed,
+                "running": t.started,
+                "claimed": t.claimed,
+                "broker_length": feeder.broker_length if feeder else None,
+                **output.stamp("seen_at", feeder.seen_at if feeder else None),
+                "cap": feeder.cap if feeder else None,
+                "feeder": feeder.owner if feeder else None,
+            }
+        )
+    return rows
+
+
+def _executors_table(rows: list[dict[str, Any]]) -> Table:
+    grid = output.table("executor", "queue", "task", "in broker", "running", "broker says", "cap")
+    for column in grid.columns[3:]:
+        column.justify = "right"
+    for r in rows:
+        seen = "-" if r["broker_length"] is None else f"{r['broker_length']:,}"
+        cap = "-" if r["cap"] is None else f"{r['cap']:,}"
+        grid.add_row(
+            r["executor"], r["queue"] or "-", r["task"], f"{r['in_broker']:,}",
+            f"{r['running']:,}", seen, cap,
+        )  # fmt: skip
+    return grid
 
 
 def _idle_builtin(row: TaskCounts) -> bool:

@@ -254,7 +254,7 @@ def _task_names(tasks: str | None, app: App, *, remote: bool = False) -> list[st
         raise InvalidInput("the app declares no tasks: decorate functions with @app.task")
     if tasks is None:
         # built-in tasks (schedules) need the database: a pipeline runs the app's own
-        return [d.name for d in app.declared()] if remote else None
+        return [d.name for d in app.declared() if d.is_local] if remote else None
     names = [name.strip() for name in tasks.split(",") if name.strip()]
     if not names:
         raise click.BadParameter("name at least one task", param_hint="--tasks")

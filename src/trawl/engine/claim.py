@@ -9,6 +9,7 @@ instead of being re-read by every claim); the rest are leased, all in one transa
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -92,10 +93,9 @@ def _gated(
     wake_at: float | None = None
     scanned = 0
     while room > 0 and scanned < MAX_SCAN:
-        found = store.gates.candidates(list(by_name), window, now)
+        found, more = _candidates(store, tasks, window, room, now)
         scanned += len(found)
         ready = _drop_unmet(store, found, by_name, now)
-        ready = policy.order(ready, {t.name: t.weights for t in tasks}, room)
         granted, deferred = _permits(store, ready, by_name, room, now)
         store.gates.defer(deferred)
         leased = store.lease([(c.id, by_name[c.task].timeout) for c in granted], owner, now)
@@ -104,9 +104,24 @@ def _gated(
         wake_at = min(
             [w for w in (wake_at, *(u for _, u, _ in deferred)) if w is not None], default=None
         )
-        if len(found) < window or len(granted) + len(deferred) + (len(found) - len(ready)) == 0:
+        if not more or len(granted) + len(deferred) + (len(found) - len(ready)) == 0:
             break
     return rows, wake_at
+
+
+def _candidates(
+    store: Store, tasks: list[TaskGate], window: int, room: int, now: float
+) -> tuple[list[Candidate], bool]:
+    """Due jobs to decide on, best first: a window of the tasks without a visit policy, in
+    claim order, then each policy task's pools (round robin across such tasks, so one
+    task's backlog does not take another's turn). Also whether more may be due."""
+    plain = [t.name for t in tasks if t.weights is None]
+    found = store.gates.candidates(plain, window, now) if plain else []
+    more = len(found) == window
+    chosen = [policy.select(store, t.name, t.weights, room, now) for t in tasks if t.weights]
+    more = more or any(len(c) == room for c in chosen)
+    found += [c for row in itertools.zip_longest(*chosen) for c in row if c is not None]
+    return found, more
 
 
 def _drop_unmet(

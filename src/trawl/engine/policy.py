@@ -1,56 +1,74 @@
 """Visit policies: which due jobs of a task go first when more is due than capacity (SWH).
 
-Shares of the batch (default 40/40/20): jobs that never ran (oldest ``last_update`` first,
-when items carry one), then the largest lag (the source changed longest after our last
-result), then the oldest due. The choice is made within the claim's window of candidates.
+A claim's room is shared between three pools by the task's weights (default 40/40/20):
+jobs that never ran (oldest source activity first), re-runs whose source changed longest
+after our last result (the largest lag), and re-runs due longest ago. Each pool is one
+query over the task's whole due set (``store.pools``), as swh-scheduler's
+``grab_next_visits`` does, so a large backlog in one pool cannot crowd out the others; a pool
+that runs short leaves its share to the others.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from trawl.store.gates import Candidate
+from trawl.store.pools import Pool
+from trawl.store.store import Store
 
 Weights = tuple[float, float, float]
+POOLS = (Pool.NEVER_RUN, Pool.LAGGING, Pool.OLDEST_DUE)
+# A lagging job is a re-run, so also in the oldest-due pool; never-run jobs are in neither.
+_OVERLAPS = {
+    Pool.NEVER_RUN: (),
+    Pool.LAGGING: (Pool.OLDEST_DUE,),
+    Pool.OLDEST_DUE: (Pool.LAGGING,),
+}
 
 
-def order(
-    found: list[Candidate], weights: Mapping[str, Weights | None], room: int
-) -> list[Candidate]:
-    """*found* reordered so that tasks with a policy fill *room* by their shares."""
-    if not any(weights.get(c.task) for c in found):
-        return found
-    ordered: list[Candidate] = []
-    for task in dict.fromkeys(c.task for c in found):
-        mine = [c for c in found if c.task == task]
-        share = weights.get(task)
-        ordered += _by_shares(mine, share, room) if share else mine
-    return ordered
-
-
-def _by_shares(found: list[Candidate], weights: Weights, room: int) -> list[Candidate]:
+def shares(weights: Weights, room: int) -> list[int]:
+    """*room* split by *weights*, largest remainders first, so the parts add up to *room*."""
     total = sum(weights)
-    never = sorted((c for c in found if not c.ever_run), key=_oldest_update)
-    lagging = sorted((c for c in found if c.ever_run), key=_lag, reverse=True)
-    oldest = sorted(found, key=lambda c: c.due_at)
-    picked: dict[int, Candidate] = {}
-    for pool, weight in zip((never, lagging, oldest), weights, strict=True):
-        quota = round(room * weight / total)
-        for c in pool:
-            if quota <= 0:
-                break
-            if c.id not in picked:
-                picked[c.id] = c
-                quota -= 1
-    rest = [c for c in found if c.id not in picked]  # fill what a short pool left over
-    return list(picked.values()) + rest
+    exact = [room * w / total for w in weights]
+    parts = [int(x) for x in exact]
+    by_remainder = sorted(range(len(exact)), key=lambda i: exact[i] - parts[i], reverse=True)
+    for i in by_remainder[: room - sum(parts)]:
+        parts[i] += 1
+    return parts
 
 
-def _oldest_update(c: Candidate) -> tuple[bool, float]:
-    return (c.last_update is None, c.last_update or 0.0)
+def select(store: Store, task: str, weights: Weights, room: int, now: float) -> list[Candidate]:
+    """Up to *room* due jobs of *task*, each pool giving its share (inside the claim)."""
+    picked: dict[int, tuple[Pool, Candidate]] = {}
+    exhausted: set[Pool] = set()
+    for pool, share in zip(POOLS, shares(weights, room), strict=True):
+        _take(store, task, pool, share, picked, exhausted, now)
+    for pool in POOLS:  # shares a short pool left over go to the others, in order
+        if len(picked) >= room:
+            break
+        if pool not in exhausted:
+            _take(store, task, pool, room - len(picked), picked, exhausted, now)
+    return [c for _, c in picked.values()]
 
 
-def _lag(c: Candidate) -> float:
-    if c.last_update is None or c.result_at is None:
-        return 0.0
-    return c.last_update - c.result_at
+def _take(
+    store: Store,
+    task: str,
+    pool: Pool,
+    count: int,
+    picked: dict[int, tuple[Pool, Candidate]],
+    exhausted: set[Pool],
+    now: float,
+) -> None:
+    """Add up to *count* jobs of *pool* not yet picked. A pool may hold jobs an overlapping
+    pool gave already, so read as many more as that pool (and this one) gave."""
+    if count <= 0:
+        return
+    asked = count + sum(1 for p, _ in picked.values() if p is pool or p in _OVERLAPS[pool])
+    found = store.pools.candidates(task, pool, asked, now)
+    if len(found) < asked:
+        exhausted.add(pool)
+    for c in found:
+        if count == 0:
+            break
+        if c.id not in picked:
+            picked[c.id] = (pool, c)
+            count -= 1

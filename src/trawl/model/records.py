@@ -26,6 +26,8 @@ class TaskInfo:
     rerun_on_change: bool = True
     max_failures: int | None = None
     pipeline_tag: str | None = None  # only remote pipelines with this tag run it
+    executor: str = "local"  # who runs it: trawl's workers, or "celery"
+    queue: str | None = None  # the broker queue of an external executor
 
 
 # ClaimedJob and AttemptResult are made once per job on the worker's hot path: msgspec

@@ -50,11 +50,15 @@ class TaskOptions(TypedDict, total=False):
     visit_weights: tuple[float, float, float] | None
     actor: Actor | None
     pipeline_tag: str | None
+    executor: str
+    queue: str | None
 
 
 DEFAULT_TIMEOUT = 300.0
 DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF = 2.0
+LOCAL = "local"
+EXECUTORS = (LOCAL, "celery")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,6 +78,13 @@ class TaskDef:
     schedule: Schedule = field(default_factory=Schedule)
     actor: Actor = field(default_factory=Actor)  # how `trawl run` runs it
     pipeline_tag: str | None = None  # only remote pipelines with this tag run it
+    executor: str = LOCAL  # "celery": Celery workers run it, `trawl feed celery` feeds them
+    queue: str | None = None  # the broker queue of an external executor
+
+    @property
+    def is_local(self) -> bool:
+        """Whether trawl's own workers run it (not an external executor)."""
+        return self.executor == LOCAL
 
     def info(self) -> TaskInfo:
         return TaskInfo(
@@ -88,6 +99,8 @@ class TaskDef:
             rerun_on_change=self.schedule.rerun_on_change,
             max_failures=self.schedule.max_failures,
             pipeline_tag=self.pipeline_tag,
+            executor=self.executor,
+            queue=self.queue,
         )
 
 
@@ -104,6 +117,9 @@ class App:
         self.plugins = list(plugins)
         self.tasks: dict[str, TaskDef] = {}
         self.limits: dict[str, Limit] = {}
+        # External executors bound to the app, by name (``trawl.celery.bind`` adds "celery"):
+        # what `trawl feed` publishes through.
+        self.executors: dict[str, Any] = {}
         recurring_task.declare(self)  # recurring schedules run wherever the app runs
         self.builtin = frozenset(self.tasks)
 
@@ -166,6 +182,8 @@ class App:
         visit_weights: tuple[float, float, float] | None = None,
         actor: Actor | None = None,
         pipeline_tag: str | None = None,
+        executor: str = LOCAL,
+        queue: str | None = None,
     ) -> F | Callable[[F], F]:
         """Declare a task; it runs on every item carrying one of *tags*.
 
@@ -188,6 +206,10 @@ class App:
         ``actor=trawl.Actor(...)``: how ``trawl run`` runs it: launch keys, how many actor
         processes, per-actor start-up and shut-down (see docs/orchestrator.md).
         ``pipeline_tag``: only remote pipelines with this tag run it (docs/pipelines.md).
+
+        ``executor="celery"``: Celery workers run it instead of ``trawl worker`` (bind it with
+        ``trawl.celery.bind`` and feed its queue with ``trawl feed celery``); ``queue``: its
+        broker queue, ``trawl.<name>`` by default (see docs/executors.md).
         """
 
         def register(func: F) -> F:
@@ -224,10 +246,30 @@ class App:
                 ),
                 actor=_actor(actor, task_name),
                 pipeline_tag=None if pipeline_tag is None else check_tag(pipeline_tag),
+                executor=_executor(executor, task_name, actor),
+                queue=_queue(queue, task_name, executor),
             )
             return func
 
         return register(fn) if fn is not None else register
+
+    def local(self, names: Iterable[str] | None = None) -> list[TaskDef]:
+        """The tasks trawl's own workers run (all, or those *names*, refusing any that an
+        external executor runs)."""
+        if names is None:
+            return [d for d in self.tasks.values() if d.is_local]
+        chosen = self.select(names)
+        for d in chosen:
+            if not d.is_local:
+                raise InvalidInput(
+                    f"task {d.name!r} runs on {d.executor} (executor={d.executor!r}): its "
+                    f"workers run it; feed them with `trawl feed {d.executor}`"
+                )
+        return chosen
+
+    def external(self, executor: str) -> list[TaskDef]:
+        """The tasks that *executor* runs."""
+        return [d for d in self.tasks.values() if d.executor == executor]
 
     def declared(self) -> list[TaskDef]:
         """The tasks the user declared (every app also has the built-in ``trawl.schedule``)."""
@@ -253,6 +295,29 @@ def _actor(actor: Actor | None, task: str) -> Actor:
     if not isinstance(actor, Actor):
         raise InvalidInput(f"task {task!r}: actor must be trawl.Actor(...), not {actor!r}")
     return actor
+
+
+def _executor(executor: str, task: str, actor: Actor | None) -> str:
+    if executor not in EXECUTORS:
+        known = ", ".join(repr(e) for e in EXECUTORS)
+        raise InvalidInput(f"task {task!r}: executor must be one of {known}, got {executor!r}")
+    if executor != LOCAL and actor is not None:
+        raise InvalidInput(
+            f"task {task!r}: actor= says how `trawl run` runs a task; {executor} runs this one"
+        )
+    return executor
+
+
+def _queue(queue: str | None, task: str, executor: str) -> str | None:
+    if executor == LOCAL:
+        if queue is not None:
+            raise InvalidInput(f"task {task!r}: queue= is for tasks an external executor runs")
+        return None
+    if queue is None:
+        return f"trawl.{task}"
+    if not isinstance(queue, str) or not queue.strip() or queue != queue.strip():
+        raise InvalidInput(f"task {task!r}: queue must be a non-empty name, got {queue!r}")
+    return queue
 
 
 def _positive(value: float, task: str, what: str) -> float:

@@ -84,7 +84,7 @@ class Orchestrator:
         self.url = url or app.db
         self.pid = os.getpid()
         self.max_actors = max_actors or default_max_actors()
-        self.actor_types = {d.name: _actor_type(app, d, concurrency) for d in app.tasks.values()}
+        self.actor_types = {d.name: _actor_type(app, d, concurrency) for d in app.local()}
         self.exit_when_idle = exit_when_idle
         self.grace = grace
         self.tick_interval = tick
@@ -213,7 +213,9 @@ class Orchestrator:
         return found
 
     def _warn_orphans(self, store: Store, now: float) -> None:
-        self.orphans = store.queues.orphans(self.actor_types, now, DEPTH_CAP)
+        # Tasks an external executor runs are served by its feeder, not by actors here.
+        served = [*self.actor_types, *(d.name for d in self.app.tasks.values() if not d.is_local)]
+        self.orphans = store.queues.orphans(served, now, DEPTH_CAP)
         for task, count in self.orphans.items():
             if task not in self._warned:
                 self._warned.add(task)

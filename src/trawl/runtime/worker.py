@@ -72,7 +72,8 @@ class Worker:
             raise ValueError(f"connections must be at least 1, got {connections}")
         self.app = app
         self.url = url or app.db
-        self.defs = {d.name: d for d in app.select(list(tasks) if tasks is not None else None)}
+        # Tasks an external executor (Celery) runs are never run here (asking for one fails).
+        self.defs = {d.name: d for d in app.local(list(tasks) if tasks is not None else None)}
         self.concurrency = concurrency
         self.exit_when_idle = exit_when_idle
         self.grace = grace

@@ -17,7 +17,7 @@ _JOBS = (
     NEW_JOBS
     + """
     SELECT DISTINCT t.item_id, tt.task, 'queued', :now, true, 0,
-           COALESCE(:niceness, k.niceness), false, true, 0
+           COALESCE(:niceness, k.niceness), false, true, 0, CAST(NULL AS REAL)
     FROM tags t JOIN task_tags tt ON tt.tag = t.name JOIN tasks k ON k.name = tt.task
     WHERE t.item_id IN ({ids})
     ON CONFLICT (item_id, task) DO NOTHING

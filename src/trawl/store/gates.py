@@ -37,6 +37,25 @@ class DepResult:
     expires_at: float | None
 
 
+def candidate(r: Any) -> Candidate:
+    """A row with the columns of :data:`CANDIDATE_COLUMNS` as a Candidate."""
+    return Candidate(
+        id=r.id,
+        item_id=r.item_id,
+        task=r.task,
+        ever_run=bool(r.ever_run),
+        due_at=r.due_at,
+        result_at=r.result_at,
+        last_update=r.last_update,
+        data=codec.loads(r.data),
+    )
+
+
+CANDIDATE_COLUMNS = (
+    "j.id, j.item_id, j.task, j.ever_run, j.due_at, j.result_at, i.last_update, i.data"
+)
+
+
 def _in(db: Database, name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
     """``IN (...)`` over a list: a JSON array on SQLite, an array on PostgreSQL."""
     if db.is_sqlite:
@@ -104,26 +123,13 @@ class Gates:
             )
         stmt = q(
             f"""
-            SELECT j.id, j.item_id, j.task, j.ever_run, j.due_at, j.result_at,
-                   i.last_update, i.data
+            SELECT {CANDIDATE_COLUMNS}
             FROM jobs j JOIN items i ON i.id = j.item_id
             WHERE j.id IN ({" UNION ALL ".join(heads)})
             ORDER BY j.niceness, j.ever_run, j.due_at
             """
         )
-        return [
-            Candidate(
-                id=r.id,
-                item_id=r.item_id,
-                task=r.task,
-                ever_run=bool(r.ever_run),
-                due_at=r.due_at,
-                result_at=r.result_at,
-                last_update=r.last_update,
-                data=codec.loads(r.data),
-            )
-            for r in self.db.execute(stmt, params)
-        ]
+        return [candidate(r) for r in self.db.execute(stmt, params)]
 
     def dep_results(
         self, item_ids: Sequence[str], tasks: Sequence[str]

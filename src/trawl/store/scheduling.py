@@ -16,7 +16,10 @@ from trawl.store.items import Items
 from trawl.store.notify import CHANNEL
 from trawl.store.sql import q
 
-_SET_OPTIONS = q("UPDATE tasks SET max_failures = :max_failures WHERE name = :name")
+_SET_OPTIONS = q(
+    "UPDATE tasks SET max_failures = :max_failures, executor = :executor, queue = :queue"
+    " WHERE name = :name"
+)
 _CLEAR_DEPS = q("DELETE FROM task_deps WHERE task = :name")
 _ADD_DEP = q("INSERT INTO task_deps (task, depends_on, on_change) VALUES (:name, :dep, :on_change)")
 _UPSERT_LIMIT = q(
@@ -35,7 +38,8 @@ _STOPPABLE = q("SELECT name, max_failures FROM tasks WHERE max_failures IS NOT N
 
 def register_options(db: Database, info: TaskInfo) -> None:
     """Store what claims and commits elsewhere need to know of the task."""
-    db.execute(_SET_OPTIONS, {"name": info.name, "max_failures": info.max_failures})
+    options = {"max_failures": info.max_failures, "executor": info.executor, "queue": info.queue}
+    db.execute(_SET_OPTIONS, {"name": info.name} | options)
     db.execute(_CLEAR_DEPS, {"name": info.name})
     db.executemany(
         _ADD_DEP,
@@ -134,10 +138,16 @@ _SEEN = q(
 )
 
 
+# Kept on the jobs too, so each visit policy reads an index of its own (store/policies.py).
+_SOURCE_UPDATE = q("UPDATE jobs SET source_update = :last_update WHERE item_id = :item_id")
+
+
 def relist(db: Database, item_id: str, now: float, last_update: float | None = None) -> None:
     """The item was listed again: jobs disabled as not found run again; seen times move."""
     db.execute(_RELIST, {"item_id": item_id, "now": now})
     db.execute(_SEEN, {"item_id": item_id, "now": now, "last_update": last_update})
+    if last_update is not None:
+        db.execute(_SOURCE_UPDATE, {"item_id": item_id, "last_update": last_update})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

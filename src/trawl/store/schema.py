@@ -66,6 +66,10 @@ tasks = sa.Table(
     sa.Column("max_failures", sa.Integer(), nullable=True),
     # Only remote pipelines with this tag claim the task's jobs (NULL: normal pipelines).
     sa.Column("pipeline_tag", sa.Text(), nullable=True),
+    # Who runs the task: "local" (trawl's workers) or "celery" (fed by `trawl feed celery`),
+    # and the broker queue its jobs are published to.
+    sa.Column("executor", sa.Text(), nullable=False, server_default="local"),
+    sa.Column("queue", sa.Text(), nullable=True),
 )
 
 # Task -> the tasks whose valid results it needs first (depends_on).
@@ -136,6 +140,13 @@ jobs = sa.Table(
     sa.Column("not_found", sa.Integer(), nullable=False, server_default=sa.text("0")),
     # Why a due job was not claimed: "limit:<name>" (deferred) or "deps" (waiting).
     sa.Column("waiting", sa.Text(), nullable=True),
+    # A running job handed to an external executor: "claimed" (leased by a feeder, not yet
+    # known to be published), "queued" (published to the broker), "started" (an executor's
+    # worker runs it). NULL for jobs trawl's own workers run.
+    sa.Column("handoff", sa.Text(), nullable=True),
+    # The item's last_update (when the source last changed, as a lister reported it), kept
+    # on the job so each visit policy is an index range scan (store/policies.py).
+    sa.Column("source_update", Time, nullable=True),
     sa.UniqueConstraint("item_id", "task", name="jobs_item_task"),
     sa.Index(
         "jobs_claim",
@@ -151,6 +162,33 @@ jobs = sa.Table(
         "due_at",
         sqlite_where=sa.text("NOT ready AND due_at IS NOT NULL"),
         postgresql_where=sa.text("NOT ready AND due_at IS NOT NULL"),
+    ),
+    # Visit policies: never-run jobs, oldest source activity first (else oldest due) ...
+    sa.Index(
+        "jobs_never_run",
+        "task",
+        "niceness",
+        sa.text("coalesce(source_update, due_at)"),
+        sqlite_where=sa.text("ready AND NOT ever_run"),
+        postgresql_where=sa.text("ready AND NOT ever_run"),
+    ),
+    # ... and re-runs whose source changed longest after our last result (largest lag).
+    sa.Index(
+        "jobs_lagging",
+        "task",
+        "niceness",
+        sa.text("(result_at - source_update)"),
+        sqlite_where=sa.text("ready AND ever_run AND source_update > result_at"),
+        postgresql_where=sa.text("ready AND ever_run AND source_update > result_at"),
+    ),
+    # ... and re-runs, the longest overdue first.
+    sa.Index(
+        "jobs_rerun",
+        "task",
+        "niceness",
+        "due_at",
+        sqlite_where=sa.text("ready AND ever_run"),
+        postgresql_where=sa.text("ready AND ever_run"),
     ),
     sa.Index("jobs_task_status", "task", "status"),
     sa.Index(
@@ -334,6 +372,20 @@ tokens = sa.Table(
     sa.Column("created_at", Time, nullable=False),
     sa.Column("last_used_at", Time, nullable=True),  # updated at most once a minute
     sa.Column("revoked_at", Time, nullable=True),
+)
+
+# One feeder per external queue (``trawl feed celery``): who feeds it, until when (a lease
+# the feeder renews), its cap, and the queue's length in the broker when it last looked.
+feeders = sa.Table(
+    "feeders",
+    metadata,
+    sa.Column("queue", sa.Text(), primary_key=True),
+    sa.Column("executor", sa.Text(), nullable=False),
+    sa.Column("owner", sa.Text(), nullable=False),
+    sa.Column("until", Time, nullable=False),
+    sa.Column("cap", sa.Integer(), nullable=False),
+    sa.Column("broker_length", sa.Integer(), nullable=True),
+    sa.Column("seen_at", Time, nullable=True),
 )
 
 # A named reader of the journal and the last seq it acknowledged; pruning keeps what a

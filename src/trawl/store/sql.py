@@ -14,7 +14,7 @@ RESOLVE = q("SELECT item_id FROM aliases WHERE alias = :alias")
 
 NEW_JOBS = """
     INSERT INTO jobs (item_id, task, status, due_at, ready, attempt, niceness,
-                      ever_run, selected, fail_count)
+                      ever_run, selected, fail_count, source_update)
 """
 
 # A job a removed tag had deselected comes back when a tag selects its task again: due now,
@@ -32,7 +32,8 @@ RESELECT = """
 SELECT_JOBS_FOR_TAG = q(
     f"""{NEW_JOBS}
     SELECT :item_id, tt.task, 'queued', :now, true, 0,
-           COALESCE(:niceness, t.niceness), false, true, 0
+           COALESCE(:niceness, t.niceness), false, true, 0,
+           (SELECT last_update FROM items WHERE id = :item_id)
     FROM task_tags tt JOIN tasks t ON t.name = tt.task
     WHERE tt.tag = :tag
     {RESELECT}"""

@@ -29,9 +29,11 @@ from trawl.store.connection import Database
 from trawl.store.consumers import Consumers
 from trawl.store.crawls import CrawlTables
 from trawl.store.gates import Gates
+from trawl.store.handoffs import ExecutorTask, FeederRow, Handoffs
 from trawl.store.items import Items
 from trawl.store.listings import Listings
 from trawl.store.pipelines import Pipelines
+from trawl.store.pools import Pools
 from trawl.store.queues import Queues
 from trawl.store.results import Results
 from trawl.store.sql import NEW_JOBS, NOTIFY, RESELECT, q
@@ -66,8 +68,9 @@ _ADD_TASK_TAG = q("INSERT INTO task_tags (task, tag) VALUES (:name, :tag)")
 # Jobs for every item already carrying a tag the task selects.
 _JOBS_FOR_TASK = q(
     f"""{NEW_JOBS}
-    SELECT DISTINCT t.item_id, tt.task, 'queued', :now, true, 0, :niceness, false, true, 0
-    FROM task_tags tt JOIN tags t ON t.name = tt.tag
+    SELECT DISTINCT t.item_id, tt.task, 'queued', :now, true, 0, :niceness, false, true, 0,
+           i.last_update
+    FROM task_tags tt JOIN tags t ON t.name = tt.tag JOIN items i ON i.id = t.item_id
     WHERE tt.task = :name
     {RESELECT}"""
 )
@@ -101,7 +104,8 @@ class Store:
     The verbs on Store are whole operations (each its own transaction unless the caller
     holds one). Its parts hold the verbs of one concern, run inside the caller's
     transaction (:meth:`write`, :meth:`read`): ``items``, ``results``, ``gates`` (the
-    claim's), ``queues`` (the orchestrator's), ``crawls`` (the crawl tables), ``listings``
+    claim's), ``pools`` (the visit policies'), ``handoffs`` (external executors'),
+    ``queues`` (the orchestrator's), ``crawls`` (the crawl tables), ``listings``
     (cursor-paged reads for the API), ``tokens`` (API tokens), ``consumers`` (named journal
     readers), ``pipelines`` (remote workers). Nothing outside ``trawl.store`` touches the
     connection (``db``) or SQLAlchemy.
@@ -112,6 +116,8 @@ class Store:
         self.items = Items(self.db)
         self.results = Results(self.db)
         self.gates = Gates(self.db)
+        self.pools = Pools(self.db)
+        self.handoffs = Handoffs(self.db)
         self.queues = Queues(self.db)
         self.crawls = CrawlTables(self.db)
         self.listings = Listings(self.db)
@@ -455,6 +461,12 @@ class Store:
 
     def status(self) -> list[TaskCounts]:
         return reads.status(self.db, self.clock())
+
+    def executors(self) -> tuple[list[ExecutorTask], list[FeederRow]]:
+        """Tasks external executors run, with their jobs in flight by hand-off state, and
+        the feeders of their queues (with the broker's length when each last looked)."""
+        with self.db.read():
+            return self.handoffs.executor_tasks(), self.handoffs.feeders()
 
     def failures(
         self,

@@ -36,7 +36,8 @@ _SET_OUTCOME = """
     revisit_offset = COALESCE(b.revisit, jobs.revisit_offset),
     not_found = CASE WHEN b.missing THEN jobs.not_found + 1 WHEN b.status = 'done' THEN 0
                      ELSE jobs.not_found END,
-    waiting = NULL
+    waiting = NULL,
+    handoff = NULL
 """
 
 _FENCE = "jobs.id = b.id AND jobs.attempt = b.attempt AND jobs.status = 'running'"

@@ -1,0 +1,1 @@
+"""``trawl simulate``: a policy run against simulated sources on a throwaway database."""
