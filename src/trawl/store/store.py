@@ -25,6 +25,7 @@ from trawl.model.records import (
 from trawl.model.states import Journal
 from trawl.store import admin, bulk, codec, gauges, migrate, reads, scheduling, transitions
 from trawl.store import claim as claim_sql
+from trawl.store.activity import Activity
 from trawl.store.connection import Database
 from trawl.store.consumers import Consumers
 from trawl.store.crawls import CrawlTables
@@ -101,7 +102,8 @@ class Store:
     transaction (:meth:`write`, :meth:`read`): ``items``, ``results``, ``gates`` (the
     claim's), ``queues`` (the orchestrator's), ``crawls`` (the crawl tables), ``listings``
     (cursor-paged reads for the API), ``tokens`` (API tokens), ``consumers`` (named journal
-    readers). Nothing outside ``trawl.store`` touches the connection (``db``) or SQLAlchemy.
+    readers), ``activity`` (what is going on now, for the dashboard). Nothing outside
+    ``trawl.store`` touches the connection (``db``) or SQLAlchemy.
     """
 
     def __init__(self, url: str, *, clock: Clock = time.time) -> None:
@@ -114,6 +116,7 @@ class Store:
         self.listings = Listings(self.db)
         self.tokens = Tokens(self.db)
         self.consumers = Consumers(self.db)
+        self.activity = Activity(self.db)
         self.clock = clock
 
     @property

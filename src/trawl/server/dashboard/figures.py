@@ -1,0 +1,103 @@
+"""What the live pages show, read once and used both to render a page and by the feed that
+keeps it current: the same reads, through the same store verbs and crawl operations as the
+API, so the dashboard and the API cannot disagree.
+
+Whole-database counts come from the metrics' cached gauges (``DbMetrics``), never a count
+of a large table per page view; a crawl's figures are index ranges over its own rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trawl.crawl import operations
+from trawl.crawl.operations import Progress
+from trawl.model.records import TaskCounts
+from trawl.runtime.dbmetrics import DbMetrics
+from trawl.store.activity import HostActivity, WorkerLease
+from trawl.store.gauges import Snapshot
+from trawl.store.store import Store
+
+RATE_WINDOW = 30.0  # seconds of requests a crawl's pages/s is measured over
+HOSTS_WINDOW = 600.0  # a crawl's hosts are those it made requests to in this window
+HOSTS_SHOWN = 25
+CRAWLS_SHOWN = 50  # crawls on one page of the list
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TaskLine:
+    counts: TaskCounts
+    oldest_due: float | None  # seconds the longest-waiting due job has waited
+    orphaned: bool  # jobs are due but no worker declared the task
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Overview:
+    at: float
+    tasks: list[TaskLine]
+    workers: list[WorkerLease]
+    snapshot: Snapshot
+
+    @property
+    def oldest_due(self) -> tuple[str, float] | None:
+        waiting = [(t.oldest_due, t.counts.task) for t in self.tasks if t.oldest_due is not None]
+        if not waiting:
+            return None
+        age, task = max(waiting)
+        return task, age
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CrawlFigures:
+    progress: Progress
+    pages_per_second: float
+    depths: list[tuple[int, int]]
+    hosts: list[HostActivity] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CrawlList:
+    crawls: list[Progress]
+    next: int | None  # the `before` of the next page, if there may be one
+
+
+def overview(store: Store, gauges: DbMetrics) -> Overview:
+    snap = gauges.refresh(store)
+    now = gauges.read_at
+    lines = [
+        TaskLine(
+            counts=t,
+            oldest_due=(now - snap.oldest_due[t.task]) if t.task in snap.oldest_due else None,
+            orphaned=not t.registered and t.due_now > 0,
+        )
+        for t in snap.tasks
+    ]
+    with store.read():
+        workers = store.activity.workers([t.task for t in snap.tasks])
+    return Overview(at=now, tasks=lines, workers=workers, snapshot=snap)
+
+
+def crawl_list(store: Store, gauges: DbMetrics, before: int | None = None) -> CrawlList:
+    """A page of crawls, newest first, each with its progress from the cached gauges."""
+    snap = gauges.refresh(store)
+    with store.read():
+        rows = store.crawls.newest(before=before, limit=CRAWLS_SHOWN)
+    shown = [operations.summary(r, snap.crawls.get(r.id, [])) for r in rows]
+    more = rows[-1].id if len(rows) == CRAWLS_SHOWN else None
+    return CrawlList(crawls=shown, next=more)
+
+
+def crawl(store: Store, crawl_id: int) -> CrawlFigures:
+    """One crawl's progress (as ``GET /crawls/{id}``), rate, depths and busy hosts."""
+    progress = operations.progress(store, crawl_id)
+    now = progress.at
+    with store.read():
+        recent = store.activity.crawl_requests(crawl_id, now - RATE_WINDOW)
+        depths = store.listings.depths(crawl_id)
+        hosts = store.activity.crawl_hosts(crawl_id, now - HOSTS_WINDOW, now, HOSTS_SHOWN)
+    return CrawlFigures(
+        progress=progress,
+        pages_per_second=recent / RATE_WINDOW,
+        depths=depths,
+        hosts=hosts,
+    )
