@@ -31,8 +31,13 @@ def _local(target: str | None) -> str:
 
 
 def _form(
-    request: Request[Any, Any, Any], *, status: int = 200, error: str | None = None
+    request: Request[Any, Any, Any],
+    *,
+    status: int = 200,
+    error: str | None = None,
+    then: str | None = None,
 ) -> Response[str]:
+    """The sign-in page; after it, the browser goes to *then* (or the ?next= asked for)."""
     nonce = secrets.token_urlsafe(16)
     response = render.page(
         "signin.html",
@@ -42,10 +47,14 @@ def _form(
         flash=None,
         csrf=nonce,
         error=error,
-        next=_local(request.query_params.get("next")),
+        next=_local(then or request.query_params.get("next")),
     )
     response.set_cookie(_cookie(request, FORM_COOKIE, nonce, max_age=3600))
     return response
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _cookie(request: Request[Any, Any, Any], key: str, value: str, max_age: int) -> Cookie:
@@ -69,26 +78,22 @@ async def signin_page(request: Request[Any, Any, Any]) -> Response[str]:
 async def signin(request: Request[Any, Any, Any]) -> Response[Any]:
     """Check the token; on success a session cookie and on to the page asked for."""
     fields = await request.form()
-    sent, expected = fields.get(CSRF_FIELD), request.cookies.get(FORM_COOKIE)
-    if not isinstance(sent, str) or not expected or not hmac.compare_digest(sent, expected):
-        return _form(request, status=403, error="The form had expired: please try again.")
-    token = fields.get("token")
-    text = token.strip() if isinstance(token, str) else ""
+    then = _text(fields.get("next"))
+    sent, expected = _text(fields.get(CSRF_FIELD)), request.cookies.get(FORM_COOKIE)
+    if not sent or not expected or not hmac.compare_digest(sent, expected):
+        error = "The form had expired: please try again."
+        return _form(request, status=403, error=error, then=then)
+    text = _text(fields.get("token")).strip()
     if not text:
-        return _form(
-            request, status=400, error="Paste a token (make one with: trawl token create NAME)."
-        )
+        error = "Paste a token (make one with: trawl token create NAME)."
+        return _form(request, status=400, error=error, then=then)
     sessions: Sessions = request.app.state.sessions
     started = await sessions.start(text, time.time())
     if started is None:
-        return _form(
-            request,
-            status=401,
-            error="That token is not known or was revoked (see: trawl token list).",
-        )
+        error = "That token is not known or was revoked (see: trawl token list)."
+        return _form(request, status=401, error=error, then=then)
     cookie, _ = started
-    next_ = fields.get("next")
-    redirect = Redirect(_local(next_ if isinstance(next_, str) else None), status_code=303)
+    redirect = Redirect(_local(then), status_code=303)
     redirect.cookies.append(_cookie(request, COOKIE, cookie, max_age=int(LIFETIME)))
     redirect.cookies.append(Cookie(key=FORM_COOKIE, value="", max_age=0, path="/"))
     return redirect
