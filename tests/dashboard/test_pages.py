@@ -13,6 +13,18 @@ from tests.dashboard.conftest import Site, sign_in
 from trawl.store.store import Store
 
 
+def _crawl_in(db: str) -> int:
+    """A crawl of two pages on a port nothing serves, created as the API creates one."""
+    from trawl.crawl import operations
+    from trawl.crawl.app import make_app
+    from trawl.store.crawls import FETCH_TASK
+
+    with Store(db) as store:
+        operations.register(store, make_app().get(FETCH_TASK).info())
+        seeds = ("http://127.0.0.1:9/a", "http://127.0.0.1:9/b_x")
+        return operations.create(store, operations.CrawlSpec(seeds=seeds, depth=2))
+
+
 def _crawl(site: Site) -> int:
     made = site.http.post(
         "/crawls",

@@ -132,19 +132,24 @@ class Feed:
         self._latest: dict[str, dict[str, str]] = {}  # topic -> the pieces last sent
         self._seq: int | None = None
         self._kick = asyncio.Event()
+        self._ticked = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     async def start(self) -> None:
+        self._stopping = False
         self._task = asyncio.create_task(self._run(), name="dashboard-feed")
 
     async def stop(self) -> None:
+        """End every stream, then let a read in progress finish: cancelling it would leave
+        its thread using a connection the server is about to close."""
+        self._stopping = True
         for subscribers in self._subscribers.values():
             for subscriber in subscribers:
                 subscriber.close()
+        self._kick.set()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await self._task
             self._task = None
 
     @property
@@ -171,11 +176,12 @@ class Feed:
         return len(self._subscribers.get(topic, ()))
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._kick.wait(), self.refresh)
             self._kick.clear()
-            await self.tick()
+            if not self._stopping:
+                await self.tick()
 
     async def tick(self) -> None:
         """One look at the database for every watched topic; a failure is shown on the
@@ -194,6 +200,12 @@ class Feed:
             self.rates.add(reading.at, reading.flow)
         self.reads += 1
         self._publish(reading)
+        ticked, self._ticked = self._ticked, asyncio.Event()
+        ticked.set()
+
+    async def ticked(self) -> None:
+        """Until the next look at the database has been published."""
+        await self._ticked.wait()
 
     def _read(self, store: Store, topics: set[str]) -> Reading:
         with store.read():
