@@ -6,14 +6,16 @@ the test), so a failure in CI can be looked at."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import uvicorn
@@ -22,6 +24,7 @@ from litestar.testing import TestClient
 from tests.api.conftest import make_tokens
 from trawl.server.app import create_app
 
+T = TypeVar("T")
 CHROMIUM = "/usr/bin/chromium"
 # As the machine's notes give them: no sandbox as root, and none of Chromium's own traffic
 # (background networking, component updates, sync), which a closed network refuses.
@@ -35,6 +38,13 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+def run_async(main: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """``asyncio.run(main())`` in a thread of its own: the browser tests' Playwright keeps
+    an event loop running in this one."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(main())).result()
 
 
 def signin_form(client: TestClient) -> str:  # type: ignore[type-arg]

@@ -11,11 +11,14 @@ from typing import TypeVar
 
 from tests.api.conftest import make_tokens
 from tests.dashboard import seed
+from tests.dashboard.conftest import run_async
 from trawl.runtime.dbmetrics import DbMetrics
+from trawl.server.dashboard import figures, pieces
 from trawl.server.dashboard.feed import BUCKET, Feed, Rates, Subscriber, crawl_topic
 from trawl.server.dashboard.pieces import render
 from trawl.server.stores import Stores
 from trawl.store.activity import JournalFlow
+from trawl.store.store import Store
 
 T = TypeVar("T")
 
@@ -33,7 +36,7 @@ def _run(db: str, body: Callable[[Feed], Awaitable[T]]) -> T:
             await feed.stop()
             stores.close()
 
-    return asyncio.run(main())
+    return run_async(main)
 
 
 async def _until(
@@ -166,7 +169,7 @@ def test_stopping_the_feed_ends_every_stream() -> None:
         assert page.closed
         assert not feed.running
 
-    asyncio.run(main())
+    run_async(main)
 
 
 def test_rates_are_finished_jobs_per_second_in_buckets() -> None:
@@ -180,3 +183,16 @@ def test_rates_are_finished_jobs_per_second_in_buckets() -> None:
     assert rates.series("price", 1025.0) == [40 / BUCKET, 0.0]
     assert rates.series("stock", 1025.0) == [0.0, 0.0]
     assert rates.rate("price", 1035.0) == 0.0
+
+
+def test_a_page_never_waits_for_the_gauges(db_url: str) -> None:
+    """Before the first reading a page says the counts are coming (the feed sends them)."""
+    make_tokens(db_url)
+    with Store(db_url) as store:
+        gauges = DbMetrics()
+        view = figures.overview(store, gauges, wait=False)
+        assert view.snapshot is None
+        assert "Reading the database's counts" in pieces.overview(view, Rates(0.0))["summary"]
+        assert not figures.crawl_list(store, gauges, wait=False).counted
+        figures.overview(store, gauges)  # the feed's read
+        assert figures.overview(store, gauges, wait=False).snapshot is gauges.last

@@ -45,6 +45,11 @@ class DbMetrics(Collector):
             return self._snapshot
 
     @property
+    def last(self) -> Snapshot | None:
+        """The last reading, however old, without reading anything (None before the first)."""
+        return self._snapshot
+
+    @property
     def read_at(self) -> float:
         """The database's clock when the last reading was taken (0 before the first)."""
         return self._now

@@ -50,7 +50,7 @@ class RuleEdit:
 async def crawl_list(
     request: Request[Any, Any, Any], stores: Stores, gauges: DbMetrics, before: Before = None
 ) -> Response[str]:
-    listed = await stores.run(lambda s: figures.crawl_list(s, gauges, before))
+    listed = await stores.run(lambda s: figures.crawl_list(s, gauges, before, wait=False))
     return show(
         request, "crawls.html", view=listed, pieces=pieces.crawl_list(listed), before=before
     )

@@ -138,6 +138,7 @@ class Feed:
 
     async def start(self) -> None:
         self._stopping = False
+        self._kick.set()  # the first look at once: it warms the gauges for the first page
         self._task = asyncio.create_task(self._run(), name="dashboard-feed")
 
     async def stop(self) -> None:
@@ -218,7 +219,7 @@ class Feed:
                 entries = newest[::-1]
         self._seq = upto
         reading = Reading(at=store.clock(), flow=flow, entries=entries)
-        if "overview" in topics:
+        if "overview" in topics or self.reads == 0:  # the first look warms the gauges
             reading.overview = figures.overview(store, self.gauges)
         if "crawls" in topics:
             reading.crawl_list = figures.crawl_list(store, self.gauges)

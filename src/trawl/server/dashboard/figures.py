@@ -36,7 +36,7 @@ class Overview:
     at: float
     tasks: list[TaskLine]
     workers: list[WorkerLease]
-    snapshot: Snapshot
+    snapshot: Snapshot | None  # None: no reading of the gauges yet (the feed brings one)
 
     @property
     def oldest_due(self) -> tuple[str, float] | None:
@@ -59,10 +59,21 @@ class CrawlFigures:
 class CrawlList:
     crawls: list[Progress]
     next: int | None  # the `before` of the next page, if there may be one
+    counted: bool = True  # False: no gauge reading yet, the states are not known
 
 
-def overview(store: Store, gauges: DbMetrics) -> Overview:
-    snap = gauges.refresh(store)
+def gauges_of(store: Store, gauges: DbMetrics, *, wait: bool) -> Snapshot | None:
+    """The gauges: read if due when *wait* (the feed); else the last reading, however old,
+    or None (a page: the counts cost most of a second on a million jobs, and the feed sends
+    fresh ones a moment after the page opens, so no page waits for them)."""
+    return gauges.refresh(store) if wait else gauges.last
+
+
+def overview(store: Store, gauges: DbMetrics, *, wait: bool = True) -> Overview:
+    """Per task lines, workers holding leases, crawl and host gauges."""
+    snap = gauges_of(store, gauges, wait=wait)
+    if snap is None:
+        return Overview(at=store.clock(), tasks=[], workers=[], snapshot=None)
     now = gauges.read_at
     lines = [
         TaskLine(
@@ -77,14 +88,17 @@ def overview(store: Store, gauges: DbMetrics) -> Overview:
     return Overview(at=now, tasks=lines, workers=workers, snapshot=snap)
 
 
-def crawl_list(store: Store, gauges: DbMetrics, before: int | None = None) -> CrawlList:
+def crawl_list(
+    store: Store, gauges: DbMetrics, before: int | None = None, *, wait: bool = True
+) -> CrawlList:
     """A page of crawls, newest first, each with its progress from the cached gauges."""
-    snap = gauges.refresh(store)
+    snap = gauges_of(store, gauges, wait=wait)
     with store.read():
         rows = store.crawls.newest(before=before, limit=CRAWLS_SHOWN)
-    shown = [operations.summary(r, snap.crawls.get(r.id, [])) for r in rows]
+    counts = snap.crawls if snap is not None else {}
+    shown = [operations.summary(r, counts.get(r.id, [])) for r in rows]
     more = rows[-1].id if len(rows) == CRAWLS_SHOWN else None
-    return CrawlList(crawls=shown, next=more)
+    return CrawlList(crawls=shown, next=more, counted=snap is not None)
 
 
 def crawl(store: Store, crawl_id: int) -> CrawlFigures:

@@ -18,7 +18,7 @@ from trawl.server.stores import Stores
 async def overview(
     request: Request[Any, Any, Any], stores: Stores, gauges: DbMetrics, feed: Feed
 ) -> Response[str]:
-    seen = await stores.run(lambda s: figures.overview(s, gauges))
+    seen = await stores.run(lambda s: figures.overview(s, gauges, wait=False))
     return show(request, "overview.html", view=seen, pieces=pieces.overview(seen, feed.rates))
 
 
