@@ -125,14 +125,15 @@ def test_abort_and_resume_a_crawl(server: Server, context: Any) -> None:
     expect(page.locator("#counts [data-count=ready]")).to_have_text("2")
 
 
-def test_handle_a_failure(server: Server, context: Any) -> None:
-    seed.failed(server.db, "sku:1", message="no price on the page")
+def test_handle_a_failure_then_retry_the_rest_at_once(server: Server, context: Any) -> None:
+    for n in range(3):
+        seed.failed(server.db, f"sku:{n}", message="no price on the page")
     page = context.new_page()
     browser_sign_in(page, server.base, server.tokens["write"])
     page.get_by_role("link", name="Failures", exact=True).click()
     group = page.get_by_role("row", name="price")
     expect(group).to_contain_text("ValueError")
-    expect(group).to_contain_text("1")
+    expect(group).to_contain_text("3")
     group.get_by_role("link", name="ValueError").click()
 
     page.get_by_role("link", name="#").first.click()  # the failure, with its traceback
@@ -142,6 +143,11 @@ def test_handle_a_failure(server: Server, context: Any) -> None:
     page.get_by_label("select failure").first.check()
     page.get_by_role("button", name="Mark selected handled").click()
     expect(page.get_by_text("Handled 1 of 1.")).to_be_visible()
+    expect(page.get_by_label("select failure")).to_have_count(2)
+
+    page.get_by_label("select every failure shown").check()  # the page's own script
+    page.get_by_role("button", name="Retry selected").click()
+    expect(page.get_by_text("Retrying 2 of 2.")).to_be_visible()
     expect(page.get_by_text("No unhandled failures in this group.")).to_be_visible()
     page.get_by_role("link", name="Failures", exact=True).click()
     expect(page.get_by_text("No unhandled failures.")).to_be_visible()
