@@ -170,3 +170,19 @@ def test_find_an_item_by_alias(server: Server, context: Any) -> None:
     page.get_by_label("Find").fill("ean:0000")
     page.get_by_role("button", name="Find").click()
     expect(page.get_by_text("No item has the id or alias")).to_be_visible()
+
+
+def test_the_journal_tail_shows_new_entries_its_filter_keeps(server: Server, context: Any) -> None:
+    page = context.new_page()
+    browser_sign_in(page, server.base, server.tokens["read"])
+    page.get_by_role("link", name="Journal", exact=True).click()
+    page.get_by_label("Kind").fill("alias.created")
+    page.get_by_role("button", name="Filter").click()
+    table = page.get_by_role("table", name="journal entries, newest first")
+    expect(table).to_contain_text("No entries.")
+
+    seed.failed(server.db, "sku:1")  # job.failed: not kept by the filter
+    seed.aliased(server.db, "sku:2", "ean:4006381333931")
+    expect(table).to_contain_text("ean:4006381333931", timeout=15_000)
+    expect(table).not_to_contain_text("No entries.")
+    expect(table).not_to_contain_text("job.failed")

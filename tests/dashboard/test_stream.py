@@ -59,6 +59,7 @@ def test_the_journal_stream_keeps_only_what_its_filters_keep(server: Server) -> 
         headers = {"Accept": "text/event-stream"}
         query = "/ui/live/journal?kind=alias.created"
         with client.stream("GET", query, headers=headers) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
             seed.failed(server.db, "sku:1")  # journals job.failed: filtered out
             seed.aliased(server.db, "sku:2", "ean:77")
             entries = next(d for e, d in _events(stream.iter_lines()) if e == "entries")

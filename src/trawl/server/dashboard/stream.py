@@ -4,7 +4,6 @@ topic, plus, on the journal page, the new entries its filters keep."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
@@ -55,7 +54,9 @@ async def crawl(feed: Feed, stores: Stores, crawl_id: cursors.PathId) -> ServerS
 
 
 @view("/ui/live/journal")
-async def journal(feed: Feed, kind: Filter = "", task: Filter = "", item: Filter = "") -> Any:
+async def journal(
+    feed: Feed, kind: Filter = "", task: Filter = "", item: Filter = ""
+) -> ServerSentEvent:
     return ServerSentEvent(events(feed, "journal", filters(kind, task, item)))
 
 
