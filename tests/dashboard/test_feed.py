@@ -196,3 +196,28 @@ def test_a_page_never_waits_for_the_gauges(db_url: str) -> None:
         assert not figures.crawl_list(store, gauges, wait=False).counted
         figures.overview(store, gauges)  # the feed's read
         assert figures.overview(store, gauges, wait=False).snapshot is gauges.last
+
+
+def test_the_journal_tail_misses_no_entry_and_repeats_none(db_url: str) -> None:
+    make_tokens(db_url)
+
+    async def body(feed: Feed) -> list[int]:
+        page = feed.subscribe("journal")
+        await feed.ticked()  # the feed has taken its starting seq
+        for n in range(5):  # one or several entries per tick
+            seed.aliased(feed.stores.url, f"sku:{n}", f"ean:{n}")
+            if n % 2:
+                await feed.ticked()
+        seqs: list[int] = []
+        async with asyncio.timeout(10):
+            while True:  # until a tick brings nothing more
+                await feed.ticked()
+                _, entries = await page.wait(0.0)
+                if not entries:
+                    return seqs
+                seqs += [e.seq for e in entries]
+
+    seqs = _run(db_url, body)
+    with Store(db_url) as store:
+        wanted = [e.seq for e in store.journal(0, 1000) if e.kind != "task.registered"]
+    assert seqs == wanted

@@ -132,7 +132,8 @@ class Activity:
         """Entries newest first with seq below *before*, looking back at most *window* seqs
         (so a rare filter costs a bounded range of the journal, not all of it)."""
         filters: list[str] = []
-        params: dict[str, Any] = {"before": before, "floor": before - window, "limit": limit}
+        # the window is the seqs before-window .. before-1
+        params: dict[str, Any] = {"before": before, "floor": before - window - 1, "limit": limit}
         for column, value in (("kind", kind), ("task", task), ("item_id", item_id)):
             if value is not None:
                 filters.append(f"AND {column} = :{column}")
