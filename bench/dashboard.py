@@ -38,6 +38,7 @@ from trawl.store.sql import q
 from trawl.store.store import Store
 
 BATCH = 10_000
+PARENTS = 300  # pages per depth whose links make the next depth
 HOSTS = [f"host{n}.example" for n in range(40)]
 
 
@@ -67,7 +68,7 @@ def seed_crawl(store: Store, pages: int) -> int:
     parents, made, depth = [seed], 1, 0
     while made < pages:
         depth += 1
-        width = min(pages - made, max(10, len(parents) * 8))
+        width = min(pages - made, 10**depth if depth < 5 else pages)  # 10, 100, ..., the rest
         children = [
             f"http://{HOSTS[(made + i) % len(HOSTS)]}/d{depth}/p{made + i}" for i in range(width)
         ]
@@ -80,7 +81,9 @@ def seed_crawl(store: Store, pages: int) -> int:
                 with store.write():
                     found = [Found(url=u) for u in chunk[start : start + BATCH]]
                     discover(store.crawls, crawl_id, parent, found, store.clock())
-        parents, made = children, made + width
+        # the next level hangs off a few hundred of these: one write per parent, as a
+        # fetch commits its page's links, and PostgreSQL pays a round trip for each
+        parents, made = children[:: max(1, len(children) // PARENTS)], made + width
         print(f"\r  pages: {made:,} (depth {depth})", end="", flush=True)
     print()
     return crawl_id

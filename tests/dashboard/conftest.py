@@ -123,7 +123,9 @@ def server(sqlite_url: str) -> Iterator[Server]:
         thread.join(timeout=20)
 
 
-@pytest.fixture(scope="session")
+# Module-scoped, not session-scoped: Playwright's sync API runs an event loop in this
+# thread while it is started, and every later test's asyncio.run() would refuse to run.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not os.access(CHROMIUM, os.X_OK):
         pytest.fail(

@@ -3,7 +3,7 @@ traceback; and retry or handle of those ticked, through the store's own verbs.""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from litestar import Request, Response
 from litestar.params import Parameter
@@ -80,7 +80,7 @@ def _back(text: str | None) -> str:
 async def act(request: Request[Any, Any, Any], stores: Stores) -> Redirect:
     """Retry or handle the failures whose ids the form ticked."""
     fields = await form(request)
-    what: Literal["retry", "handle"] | str | None = field(fields, "do")
+    what = field(fields, "do")
     if what not in ("retry", "handle"):
         raise InvalidInput(f"do must be 'retry' or 'handle', not {what!r}")
     ids = [whole(i, "a failure id", low=1, high=cursors.MAX_ID) for i in fields.get("ids", [])]
