@@ -221,3 +221,21 @@ def test_the_journal_tail_misses_no_entry_and_repeats_none(db_url: str) -> None:
     with Store(db_url) as store:
         wanted = [e.seq for e in store.journal(0, 1000) if e.kind != "task.registered"]
     assert seqs == wanted
+
+
+def test_a_crawl_pages_first_view_counts_from_fresh_gauges(db_url: str) -> None:
+    """The cached gauges spare a page counting 100,000 pages; without them (the feed, or
+    right after an action) the pages are counted now."""
+    from tests.dashboard.test_pages import _crawl_in
+    from trawl.crawl import operations
+
+    crawl_id = _crawl_in(db_url)
+    with Store(db_url) as store:
+        gauges = DbMetrics(cache_seconds=60)
+        assert figures.crawl(store, crawl_id, gauges).progress.ready == 2  # no reading: counted
+        gauges.refresh(store)
+        operations.abort(store, crawl_id)
+        cached = figures.crawl(store, crawl_id, gauges).progress
+        exact = figures.crawl(store, crawl_id).progress
+    assert (cached.ready, cached.parked, cached.status) == (2, 0, "ABORTED")
+    assert (exact.ready, exact.parked, exact.status) == (0, 2, "ABORTED")

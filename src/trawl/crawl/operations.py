@@ -243,16 +243,24 @@ def edit_rules(
         return version
 
 
-def progress(store: Store, crawl_id: int, *, window: float = 10.0) -> Progress:
+def progress(
+    store: Store,
+    crawl_id: int,
+    *,
+    window: float = 10.0,
+    counts: list[tuple[str, bool, str | None, int]] | None = None,
+) -> Progress:
+    """The crawl's state now; with *counts* (its pages counted elsewhere, as the cached
+    gauges have them) the pages are not counted again."""
     tables = store.crawls
     with store.read():
         crawl = get(store, crawl_id)
-        counts = tally(tables.counts(crawl_id))
+        counted = tally(tables.counts(crawl_id) if counts is None else counts)
         frontier = tables.frontier(crawl_id)
         size, responses = tables.fetched(crawl_id)
         now = time.time()
         busy = tuple(tables.busy_hosts(crawl_id, now - window))
-    status = status_of(crawl, counts)
+    status = status_of(crawl, counted)
     return Progress(
         crawl=crawl,
         status=status,
@@ -261,7 +269,7 @@ def progress(store: Store, crawl_id: int, *, window: float = 10.0) -> Progress:
         responses=responses,
         busy=busy,
         at=now,
-        **counts,
+        **counted,
     )
 
 

@@ -50,6 +50,11 @@ class DbMetrics(Collector):
         return self._snapshot
 
     @property
+    def age(self) -> float:
+        """Seconds since the last reading (infinite before the first)."""
+        return time.monotonic() - self._read_at
+
+    @property
     def read_at(self) -> float:
         """The database's clock when the last reading was taken (0 before the first)."""
         return self._now

@@ -18,7 +18,7 @@ from trawl.model.errors import InvalidInput, NotFound
 from trawl.runtime.dbmetrics import DbMetrics
 from trawl.server import cursors
 from trawl.server.dashboard import figures, pieces
-from trawl.server.dashboard.handlers import action, done, field, form, show, view, whole
+from trawl.server.dashboard.handlers import FLASH, action, done, field, form, show, view, whole
 from trawl.server.stores import Stores
 from trawl.store.listings import CrawlPage
 from trawl.store.store import Store
@@ -66,9 +66,14 @@ def _pages(store: Store, crawl_id: int, status: str | None, search: str, after: 
 
 
 def _crawl_page(
-    store: Store, crawl_id: int, status: str | None, search: str, after: str
+    store: Store,
+    gauges: DbMetrics | None,
+    crawl_id: int,
+    status: str | None,
+    search: str,
+    after: str,
 ) -> dict[str, Any]:
-    found = figures.crawl(store, crawl_id)
+    found = figures.crawl(store, crawl_id, gauges)
     version, rules = operations.rules(store, crawl_id)
     return {
         "view": found,
@@ -86,12 +91,15 @@ def _crawl_page(
 async def crawl_page(
     request: Request[Any, Any, Any],
     stores: Stores,
+    gauges: DbMetrics,
     crawl_id: cursors.PathId,
     status: PageStatus | None = None,
     q: Annotated[str, Parameter(max_length=500)] = "",
     after: Annotated[str, Parameter(max_length=10_000)] = "",
 ) -> Response[str]:
-    context = await stores.run(lambda s: _crawl_page(s, crawl_id, status, q.strip(), after))
+    # right after an action on it the counts must show its effect: counted now, not cached
+    cached = None if FLASH in request.cookies else gauges
+    context = await stores.run(lambda s: _crawl_page(s, cached, crawl_id, status, q.strip(), after))
     return show(request, "crawl.html", conflict=None, **context)
 
 
@@ -172,7 +180,7 @@ def _rule_value(kind: str, text: str | None) -> Any:
 
 @action("/ui/crawls/{crawl_id:int}/rules")
 async def edit_rules(
-    request: Request[Any, Any, Any], stores: Stores, crawl_id: cursors.PathId
+    request: Request[Any, Any, Any], stores: Stores, gauges: DbMetrics, crawl_id: cursors.PathId
 ) -> Response[Any]:
     """A new ruleset version, made only if the rules are still the version the form
     showed; otherwise the page again with the conflict, the current rules and the edit."""
@@ -189,7 +197,8 @@ async def edit_rules(
                 note="dashboard",
             )
         except RulesetConflict as conflict:
-            return {**_crawl_page(store, crawl_id, None, "", ""), "conflict": (conflict, edit)}
+            page = _crawl_page(store, gauges, crawl_id, None, "", "")
+            return {**page, "conflict": (conflict, edit)}
 
     result = await stores.run(run)
     if isinstance(result, dict):
