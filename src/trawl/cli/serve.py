@@ -64,13 +64,14 @@ def serve(
     redis: str | None,
     log_level: str,
 ) -> None:
-    """Serve the HTTP API for the database (--db / TRAWL_DB).
+    """Serve the HTTP API and the web dashboard for the database (--db / TRAWL_DB).
 
-    Every route but /health needs `Authorization: Bearer TOKEN`; make tokens
-    with `trawl token create`. The OpenAPI document is at /openapi.json and an
-    interactive page at /docs. On PostgreSQL several servers may share one
-    database (behind any load balancer). WebSocket sessions (--session) are
-    served at /live with the same tokens.
+    Every API route but /health needs `Authorization: Bearer TOKEN`; make tokens
+    with `trawl token create`. The dashboard is at / (sign in with a token). The
+    OpenAPI document is at /openapi.json and an interactive page at /docs. On
+    PostgreSQL several servers may share one database (behind any load
+    balancer). WebSocket sessions (--session) are served at /live with the
+    same tokens.
     """
     # Imported here: every other command starts faster without the web stack.
     import uvicorn
@@ -92,7 +93,7 @@ def serve(
     os.environ[app.SESSIONS_VARIABLE] = ",".join(sessions)
     os.environ[app.AMQP_VARIABLE] = amqp or ""
     os.environ[app.REDIS_VARIABLE] = redis or ""
-    click.echo(f"trawl API on http://{host}:{port} (docs: /docs)", err=True)
+    click.echo(f"trawl API on http://{host}:{port} (docs: /docs, dashboard: /)", err=True)
     uvicorn.run(
         "trawl.server.app:from_environment",
         factory=True,

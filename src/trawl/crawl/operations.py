@@ -243,16 +243,24 @@ def edit_rules(
         return version
 
 
-def progress(store: Store, crawl_id: int, *, window: float = 10.0) -> Progress:
+def progress(
+    store: Store,
+    crawl_id: int,
+    *,
+    window: float = 10.0,
+    counts: list[tuple[str, bool, str | None, int]] | None = None,
+) -> Progress:
+    """The crawl's state now; with *counts* (its pages counted elsewhere, as the cached
+    gauges have them) the pages are not counted again."""
     tables = store.crawls
     with store.read():
         crawl = get(store, crawl_id)
-        counts = _counts(tables.counts(crawl_id))
+        counted = tally(tables.counts(crawl_id) if counts is None else counts)
         frontier = tables.frontier(crawl_id)
         size, responses = tables.fetched(crawl_id)
         now = time.time()
         busy = tuple(tables.busy_hosts(crawl_id, now - window))
-    status = _status(crawl, counts)
+    status = status_of(crawl, counted)
     return Progress(
         crawl=crawl,
         status=status,
@@ -261,11 +269,28 @@ def progress(store: Store, crawl_id: int, *, window: float = 10.0) -> Progress:
         responses=responses,
         busy=busy,
         at=now,
-        **counts,
+        **counted,
     )
 
 
-def _counts(rows: list[tuple[str, bool, str | None, int]]) -> dict[str, int]:
+def summary(crawl: CrawlRow, rows: list[tuple[str, bool, str | None, int]]) -> Progress:
+    """Progress from page counts read elsewhere (the cached gauges): states and status
+    only, by the same rules as :func:`progress`."""
+    c = tally(rows)
+    return Progress(
+        crawl=crawl,
+        status=status_of(crawl, c),
+        ready=c["ready"],
+        claimed=c["claimed"],
+        done=c["done"],
+        failed=c["failed"],
+        skipped=c["skipped"],
+        parked=c["parked"],
+    )
+
+
+def tally(rows: list[tuple[str, bool, str | None, int]]) -> dict[str, int]:
+    """Pages by progress state from (job status, final, waiting, count) rows."""
     out = dict.fromkeys(("ready", "claimed", "done", "failed", "skipped", "parked"), 0)
     for status, final, _waiting, n in rows:
         if status == "running":
@@ -283,7 +308,7 @@ def _counts(rows: list[tuple[str, bool, str | None, int]]) -> dict[str, int]:
     return out
 
 
-def _status(crawl: CrawlRow, counts: dict[str, int]) -> str:
+def status_of(crawl: CrawlRow, counts: dict[str, int]) -> str:
     if crawl.aborted:
         return ABORTED
     if counts["ready"]:

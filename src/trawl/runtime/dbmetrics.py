@@ -35,14 +35,29 @@ class DbMetrics(Collector):
         self._now = 0.0
         self.registry.register(self)
 
-    def refresh(self, store: Store) -> None:
-        """Read the database unless the last reading is recent enough."""
+    def refresh(self, store: Store) -> Snapshot:
+        """Read the database unless the last reading is recent enough; the reading."""
         with self._lock:
-            if time.monotonic() - self._read_at < self.cache_seconds:
-                return
-            self._snapshot = store.gauges()
-            self._now = store.clock()
-            self._read_at = time.monotonic()
+            if self._snapshot is None or time.monotonic() - self._read_at >= self.cache_seconds:
+                self._snapshot = store.gauges()
+                self._now = store.clock()
+                self._read_at = time.monotonic()
+            return self._snapshot
+
+    @property
+    def last(self) -> Snapshot | None:
+        """The last reading, however old, without reading anything (None before the first)."""
+        return self._snapshot
+
+    @property
+    def age(self) -> float:
+        """Seconds since the last reading (infinite before the first)."""
+        return time.monotonic() - self._read_at
+
+    @property
+    def read_at(self) -> float:
+        """The database's clock when the last reading was taken (0 before the first)."""
+        return self._now
 
     def collect(self) -> Iterator[Metric]:
         snap = self._snapshot

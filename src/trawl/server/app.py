@@ -13,6 +13,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 
 from trawl.runtime import dbmetrics
 from trawl.server import auth, openapi, problems
+from trawl.server.dashboard import Dashboard
 from trawl.server.live import Live, load_sessions
 from trawl.server.pipelines.session import WATCH_EVERY
 from trawl.server.routes import crawls, failures, items, journal, meta, pipelines, tasks
@@ -31,12 +32,14 @@ def create_app(
     metrics_cache: float = dbmetrics.CACHE_SECONDS,
     live: Live | None = None,
     pipeline_watch: float = WATCH_EVERY,
+    refresh: float | None = None,
 ) -> Litestar:
     """The API for the database at *url*, lending requests up to *connections* database
-    connections at a time. A checked token is remembered *token_cache* seconds; the
-    database's gauges are read at most every *metrics_cache* seconds. *live* serves
-    WebSocket sessions at /live (by default a node of its own with no session types);
-    remote pipelines' at /ws/pipeline, each re-reading its row every *pipeline_watch* s."""
+    connections at a time. A checked token (and a dashboard session) is remembered
+    *token_cache* seconds; the database's gauges are read at most every *metrics_cache*
+    seconds. *live* serves WebSocket sessions at /live (by default a node of its own with
+    no session types); remote pipelines' at /ws/pipeline, each re-reading its row every
+    *pipeline_watch* s. The dashboard's live pages are refreshed every *refresh* seconds."""
     stores = Stores(url, connections)
     live = live or Live()
     wakeups = Wakeups(url)
@@ -45,6 +48,9 @@ def create_app(
     tokens = auth.Tokens(stores, cache_seconds=token_cache)
     live.tokens = tokens
     live.serve_pipelines(stores, watch_every=pipeline_watch)
+    dashboard = Dashboard(stores, tokens, gauges, session_cache=token_cache)
+    if refresh is not None:
+        dashboard.feed.refresh = refresh
 
     def provide(value: Any) -> Provide:
         return Provide(lambda: value, use_cache=True, sync_to_thread=False)
@@ -67,12 +73,14 @@ def create_app(
             crawls.Hosts,
             pipelines.Pipelines,
             *live.routes(),
+            *dashboard.routers(),
         ],
         dependencies={
             "stores": provide(stores),
             "wakeups": provide(wakeups),
             "gauges": provide(gauges),
             "live": provide(live),
+            "feed": provide(dashboard.feed),
         },
         guards=[auth.guard],
         # by status too: a path no route matches (404, 405) is answered before the app's
@@ -90,9 +98,9 @@ def create_app(
             ),
             security=[{"bearer": []}],
         ),
-        state=State({"tokens": tokens}),
-        on_startup=[wakeups.start, live.start],
-        on_shutdown=[live.stop, wakeups.stop, stores.close],
+        state=State({"tokens": tokens, "sessions": dashboard.sessions}),
+        on_startup=[wakeups.start, live.start, dashboard.feed.start],
+        on_shutdown=[dashboard.feed.stop, live.stop, wakeups.stop, stores.close],
         debug=False,
     )
     openapi.document_problems(app)

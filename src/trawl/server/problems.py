@@ -93,15 +93,24 @@ def handle(request: Request[Any, Any, Any], error: Exception) -> Response[dict[s
             error.detail,
             headers=error.headers,
         )
-    for kind, status, slug, title in _KINDS:
-        if isinstance(error, kind):
-            return problem(request, status, slug, title, str(error))
-    if isinstance(error, TrawlError):
-        return problem(request, 400, "invalid-input", "Invalid input", str(error))
+    known = classify(error)
+    if known is not None:
+        status, slug, title = known
+        return problem(request, status, slug, title, str(error))
     log.exception("%s %s failed", request.method, request.url.path, exc_info=error)
     return problem(
         request, 500, "internal", "Internal server error", "the server's log has the details"
     )
+
+
+def classify(error: Exception) -> tuple[int, str, str] | None:
+    """(status, type slug, title) of one of trawl's own errors; None for anything else."""
+    for kind, status, slug, title in _KINDS:
+        if isinstance(error, kind):
+            return status, slug, title
+    if isinstance(error, TrawlError):
+        return 400, "invalid-input", "Invalid input"
+    return None
 
 
 def _title(status: int) -> str:

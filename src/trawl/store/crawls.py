@@ -57,6 +57,7 @@ _INSERT_CRAWL = q(
 _CRAWL = q(f"SELECT {_CRAWL_COLUMNS} FROM crawls WHERE id = :id")
 _CRAWL_LOCKED = q(f"SELECT {_CRAWL_COLUMNS} FROM crawls WHERE id = :id FOR UPDATE")
 _CRAWLS = q(f"SELECT {_CRAWL_COLUMNS} FROM crawls ORDER BY id")
+_NEWEST = q(f"SELECT {_CRAWL_COLUMNS} FROM crawls WHERE id < :before ORDER BY id DESC LIMIT :limit")
 _BY_SPEC = q(f"SELECT {_CRAWL_COLUMNS} FROM crawls WHERE spec = :spec ORDER BY id DESC")
 _SET = "UPDATE crawls SET {column} = :value WHERE id = :id"
 
@@ -225,6 +226,11 @@ class CrawlTables:
 
     def all(self) -> list[CrawlRow]:
         return [_crawl(r) for r in self.db.execute(_CRAWLS)]
+
+    def newest(self, *, before: int | None, limit: int) -> list[CrawlRow]:
+        """Crawls newest first with ids below *before* (a cursor)."""
+        params = {"before": 2**62 if before is None else before, "limit": limit}
+        return [_crawl(r) for r in self.db.execute(_NEWEST, params)]
 
     def by_spec(self, spec: str) -> CrawlRow | None:
         row = self.db.execute(_BY_SPEC, {"spec": spec}).first()

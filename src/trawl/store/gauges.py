@@ -12,10 +12,13 @@ from trawl.store.crawls import FETCH_TASK
 from trawl.store.sql import q
 
 _OLDEST_DUE = q("SELECT task, MIN(due_at) FROM jobs WHERE due_at <= :now GROUP BY task")
+# Grouped finely enough that each crawl's progress (crawl.operations.tally) comes out of
+# the same scan as the whole database's page gauges.
 _PAGES = q(
-    "SELECT CASE WHEN p.skip IS NOT NULL THEN 'skipped' ELSE j.status END, COUNT(*)"
+    "SELECT p.crawl_id, p.skip IS NOT NULL AS skipped, j.status, j.due_at IS NULL AS final,"
+    " j.waiting, COUNT(*) AS n"
     f" FROM crawl_pages p JOIN jobs j ON j.item_id = p.item_id AND j.task = '{FETCH_TASK}'"
-    " GROUP BY 1"
+    " GROUP BY p.crawl_id, p.skip IS NOT NULL, j.status, j.due_at IS NULL, j.waiting"
 )
 _THROTTLED = q(
     "SELECT COUNT(*) FROM crawl_hosts WHERE next_at > :now"
@@ -32,19 +35,30 @@ class Snapshot:
     hosts_throttled: int = 0  # a request to them must wait (politeness or a block)
     hosts_blocked: int = 0  # held back by a 429/503 or a run of errors
     consumers: list[ConsumerRow] = field(default_factory=list)
+    # crawl id -> (job status, due_at is NULL, waiting, count), as CrawlTables.counts has it
+    crawls: dict[int, list[tuple[str, bool, str | None, int]]] = field(default_factory=dict)
 
 
 def snapshot(db: Database, now: float, consumers: list[ConsumerRow]) -> Snapshot:
     tasks = reads.status(db, now)
     with db.read():
         oldest: dict[str, float] = dict(db.execute(_OLDEST_DUE, {"now": now}).tuples().all())
-        pages: dict[str, int] = dict(db.execute(_PAGES).tuples().all())
+        rows = db.execute(_PAGES).all()
         throttled = db.execute(_THROTTLED, {"now": now}).scalar_one()
         blocked = db.execute(_BLOCKED, {"now": now}).scalar_one()
+    pages: dict[str, int] = {}
+    crawls: dict[int, list[tuple[str, bool, str | None, int]]] = {}
+    for r in rows:
+        state = "skipped" if r.skipped else r.status
+        pages[state] = pages.get(state, 0) + int(r.n)
+        crawls.setdefault(int(r.crawl_id), []).append(
+            (r.status, bool(r.final), r.waiting, int(r.n))
+        )
     return Snapshot(
         tasks=tasks,
         oldest_due=oldest,
         pages=pages,
+        crawls=crawls,
         hosts_throttled=int(throttled),
         hosts_blocked=int(blocked),
         consumers=consumers,

@@ -41,6 +41,37 @@ class CrawlPage:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class PageAttempt:
+    """One fetch of a crawl's page: what came back and where the WARC holds it."""
+
+    attempt: int
+    ruleset: int
+    started_at: float
+    elapsed: float
+    outcome: str
+    status_code: int | None
+    location: str | None
+    content_type: str | None
+    size: int | None
+    outlinks: int
+    error: str | None
+    warc_file: str | None
+    warc_offset: int | None
+    warc_length: int | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FailureGroup:
+    """Unhandled failures of one task with one error type."""
+
+    task: str
+    error_type: str
+    count: int
+    last_at: float
+    last_id: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class HostState:
     host: str
     next_at: float  # the next request to it may start then
@@ -69,6 +100,12 @@ _FAILURES = (
     " ORDER BY id DESC LIMIT :limit"
 )
 
+_FAILURE_GROUPS = q(
+    "SELECT task, error_type, count(*) AS n, max(occurred_at) AS last_at, max(id) AS last_id"
+    " FROM failures WHERE NOT handled GROUP BY task, error_type"
+    " ORDER BY max(id) DESC LIMIT :limit"
+)
+
 _ITEM_JOURNAL = q(
     "SELECT seq, at, kind, item_id, task, detail FROM journal"
     " WHERE item_id = :item AND seq > :after ORDER BY seq LIMIT :limit"
@@ -78,6 +115,16 @@ _CRAWL_PAGES = (
     "SELECT p.url, p.depth, p.via, p.skip, j.status, j.due_at, j.attempt FROM crawl_pages p"
     f" JOIN jobs j ON j.item_id = p.item_id AND j.task = '{FETCH_TASK}'"
     " WHERE p.crawl_id = :crawl AND p.url > :after {filter} ORDER BY p.url LIMIT :limit"
+)
+_SEARCH = "AND p.url LIKE :pattern ESCAPE '\\'"
+_DEPTHS = q(
+    "SELECT depth, count(*) AS n FROM crawl_pages WHERE crawl_id = :crawl"
+    " GROUP BY depth ORDER BY depth"
+)
+_PAGE_ATTEMPTS = q(
+    "SELECT attempt, ruleset, started_at, elapsed, outcome, status_code, location,"
+    " content_type, size, outlinks, error, warc_file, warc_offset, warc_length"
+    " FROM crawl_attempts WHERE crawl_id = :crawl AND url = :url ORDER BY id"
 )
 
 
@@ -131,11 +178,15 @@ class Listings:
         include_handled: bool,
         before: int | None,
         limit: int,
+        error_type: str | None = None,
     ) -> list[FailureRecord]:
         """Newest first, older than failure id *before*."""
         where, params = failure_filter(task, item_id, None)
         if not include_handled:
             where += " AND NOT handled"
+        if error_type is not None:
+            where += " AND error_type = :error_type"
+            params["error_type"] = error_type
         params |= {"before": 2**62 if before is None else before, "limit": limit}
         return [
             failure_record(r) for r in self.db.execute(q(_FAILURES.format(where=where)), params)
@@ -153,14 +204,25 @@ class Listings:
         return [journal_entry(r) for r in rows]
 
     def crawl_pages(
-        self, crawl_id: int, *, status: str | None, after: str, limit: int
+        self,
+        crawl_id: int,
+        *,
+        status: str | None,
+        after: str,
+        limit: int,
+        containing: str | None = None,
     ) -> list[CrawlPage]:
-        """A crawl's pages in URL order, optionally only those whose fetch job has *status*."""
+        """A crawl's pages in URL order, optionally only those whose fetch job has *status*
+        and whose URL contains *containing*."""
         params: dict[str, Any] = {"crawl": crawl_id, "after": after, "limit": limit}
-        extra = ""
+        extra = []
         if status is not None:
-            extra, params["status"] = "AND j.status = :status", status
-        stmt = q(_CRAWL_PAGES.format(filter=extra))
+            extra.append("AND j.status = :status")
+            params["status"] = status
+        if containing:
+            extra.append(_SEARCH)
+            params["pattern"] = f"%{_escape_like(containing)}%"
+        stmt = q(_CRAWL_PAGES.format(filter=" ".join(extra)))
         return [
             CrawlPage(
                 url=r.url,
@@ -172,6 +234,29 @@ class Listings:
                 attempt=r.attempt,
             )
             for r in self.db.execute(stmt, params)
+        ]
+
+    def depths(self, crawl_id: int) -> list[tuple[int, int]]:
+        """(depth, pages) of a crawl, shallowest first: one range of its depth index."""
+        rows = self.db.execute(_DEPTHS, {"crawl": crawl_id})
+        return [(int(r.depth), int(r.n)) for r in rows]
+
+    def page_attempts(self, crawl_id: int, url: str) -> list[PageAttempt]:
+        """Every fetch of one page, oldest first."""
+        rows = self.db.execute(_PAGE_ATTEMPTS, {"crawl": crawl_id, "url": url})
+        return [PageAttempt(**r._mapping) for r in rows]
+
+    def failure_groups(self, limit: int) -> list[FailureGroup]:
+        """Unhandled failures by task and error type, the group with the newest first."""
+        return [
+            FailureGroup(
+                task=r.task,
+                error_type=r.error_type,
+                count=int(r.n),
+                last_at=r.last_at,
+                last_id=int(r.last_id),
+            )
+            for r in self.db.execute(_FAILURE_GROUPS, {"limit": limit})
         ]
 
     def hosts(self, *, after: str, limit: int) -> list[HostState]:
@@ -187,3 +272,8 @@ class Listings:
             )
             for r in rows
         ]
+
+
+def _escape_like(text: str) -> str:
+    """*text* matched literally inside a LIKE pattern (escape character: backslash)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -25,6 +25,7 @@ from trawl.model.records import (
 from trawl.model.states import Journal
 from trawl.store import admin, bulk, codec, gauges, migrate, reads, scheduling, transitions
 from trawl.store import claim as claim_sql
+from trawl.store.activity import Activity
 from trawl.store.connection import Database
 from trawl.store.consumers import Consumers
 from trawl.store.crawls import CrawlTables
@@ -107,8 +108,9 @@ class Store:
     claim's), ``pools`` (the visit policies'), ``handoffs`` (external executors'),
     ``queues`` (the orchestrator's), ``crawls`` (the crawl tables), ``listings``
     (cursor-paged reads for the API), ``tokens`` (API tokens), ``consumers`` (named journal
-    readers), ``pipelines`` (remote workers). Nothing outside ``trawl.store`` touches the
-    connection (``db``) or SQLAlchemy.
+    readers), ``pipelines`` (remote workers), ``activity`` (what is going on now, for the
+    dashboard). Nothing outside ``trawl.store`` touches the connection (``db``) or
+    SQLAlchemy.
     """
 
     def __init__(self, url: str, *, clock: Clock = time.time) -> None:
@@ -124,6 +126,7 @@ class Store:
         self.tokens = Tokens(self.db)
         self.consumers = Consumers(self.db)
         self.pipelines = Pipelines(self.db)
+        self.activity = Activity(self.db)
         self.clock = clock
 
     @property

@@ -39,11 +39,21 @@ _REVOKE = q(
     "UPDATE tokens SET revoked_at = :now WHERE name = :name AND revoked_at IS NULL RETURNING name"
 )
 _USED = q("UPDATE tokens SET last_used_at = :now WHERE id = :id")
+_LIVE = q(
+    "SELECT name, scope, hash, created_at, last_used_at FROM tokens"
+    " WHERE id = :id AND revoked_at IS NULL"
+)
 
 
 def hash_secret(secret: str, salt: bytes) -> bytes:
     """The stored form of a token's secret (a pipeline's too)."""
     return hashlib.scrypt(secret.encode(), salt=salt, n=_N, r=_R, p=_P, dklen=32)
+
+
+def token_id(text: str) -> str | None:
+    """The id part of a token's text (not secret: it names the row), if it has the shape."""
+    parsed = _parse(text)
+    return None if parsed is None else parsed[0]
 
 
 def _parse(text: str) -> tuple[str, str] | None:
@@ -119,3 +129,21 @@ class Tokens:
             last_used_at=now,
             revoked_at=None,
         )
+
+    def mac(self, token_id: str, message: bytes) -> tuple[TokenRow, bytes] | None:
+        """An HMAC-SHA256 of *message* keyed by the live token's stored hash, with its row;
+        None if no live token has that id. It signs dashboard sessions: only a process that
+        reads the database can make one, and revoking the token ends every session it
+        started. The key never leaves the store."""
+        with self.db.read():
+            row = self.db.execute(_LIVE, {"id": token_id}).first()
+        if row is None:
+            return None
+        found = TokenRow(
+            name=row.name,
+            scope=row.scope,
+            created_at=row.created_at,
+            last_used_at=row.last_used_at,
+            revoked_at=None,
+        )
+        return found, hmac.new(bytes(row.hash), message, hashlib.sha256).digest()
