@@ -88,7 +88,34 @@ def test_each_page_shows_what_the_store_holds(site: Site) -> None:
     assert "job.failed<" not in journal
     assert "job.failed<" in _text(site, "/ui/journal?task=price")
     assert "No rate limits" in _text(site, "/ui/limits")
-    assert "not part of this version" in _text(site, "/ui/pipelines")
+    assert "No pipeline yet" in _text(site, "/ui/pipelines")
+
+
+def test_the_pipelines_page_lists_them_and_a_write_session_drains_one(site: Site) -> None:
+    with Store(site.db) as store:
+        store.pipelines.create("fetch-eu", tags=["eu"], match_only=True, slots=8, now=1.0)
+        store.pipelines.checkin("fetch-eu", 2.0, in_use=3, free=5 << 30, total=10 << 30)
+    read = sign_in(site.http, site.tokens["read"])
+    shown = _text(site, "/ui/pipelines")
+    assert "fetch-eu" in shown
+    assert "eu <span class=\"muted\">(match only)</span>" in shown
+    assert "3/8" in shown
+    assert "not connected" in shown
+    assert "read only" in shown
+    assert "Pipelines" in _text(site, "/")
+    refused = site.http.post("/ui/pipelines/fetch-eu/drain", data={"_csrf": read})
+    assert refused.status_code == 403
+    csrf = sign_in(site.http, site.tokens["write"])
+    drained = site.http.post(
+        "/ui/pipelines/fetch-eu/drain", data={"_csrf": csrf}, follow_redirects=False
+    )
+    assert drained.status_code == 303
+    assert "fetch-eu drains" in _text(site, drained.headers["location"])
+    with Store(site.db) as store:
+        assert store.pipelines.require("fetch-eu").draining
+    gone = site.http.post("/ui/pipelines/nope/disconnect", data={"_csrf": csrf})
+    assert gone.status_code == 404
+    assert "no pipeline is named 'nope'" in html.unescape(gone.text)
 
 
 @pytest.mark.parametrize(

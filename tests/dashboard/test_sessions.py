@@ -29,7 +29,8 @@ def _routes(app: Litestar) -> list[tuple[str, str, str | None]]:
 
 
 def _concrete(path: str) -> str:
-    return path.replace("{crawl_id:int}", "1").replace("{failure_id:int}", "1")
+    path = path.replace("{crawl_id:int}", "1").replace("{failure_id:int}", "1")
+    return path.replace("{pipeline_id:str}", "p1")
 
 
 def _forms(app: Litestar) -> list[tuple[str, str | None]]:
@@ -57,11 +58,12 @@ def _crawl(site: Site) -> int:
 
 
 def _state(site: Site) -> tuple[Any, ...]:
-    """What any dashboard form could change: the crawl, its rules, the failures."""
+    """What any dashboard form could change: the crawl, its rules, the failures, the
+    pipelines."""
     with Store(site.db) as store:
         crawl = store.crawls.get(1)
         version = crawl.ruleset if crawl else None
-        return (crawl, version, store.failures(include_handled=True))
+        return (crawl, version, store.failures(include_handled=True), store.pipelines.list())
 
 
 def test_every_page_needs_a_session(site: Site) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from trawl.crawl import operations
 from trawl.crawl.operations import Progress
-from trawl.model.records import TaskCounts
+from trawl.model.records import PipelineRow, TaskCounts
 from trawl.runtime.dbmetrics import DbMetrics
 from trawl.store.activity import HostActivity, WorkerLease
 from trawl.store.gauges import Snapshot
@@ -22,6 +22,7 @@ RATE_WINDOW = 30.0  # seconds of requests a crawl's pages/s is measured over
 HOSTS_WINDOW = 600.0  # a crawl's hosts are those it made requests to in this window
 HOSTS_SHOWN = 25
 CRAWLS_SHOWN = 50  # crawls on one page of the list
+PIPELINES_SHOWN = 500  # remote pipelines on the overview and their page
 PAGE_COUNTS_AGE = 30.0  # seconds: a crawl page's first view may show page counts this old
 
 
@@ -38,6 +39,7 @@ class Overview:
     tasks: list[TaskLine]
     workers: list[WorkerLease]
     snapshot: Snapshot | None  # None: no reading of the gauges yet (the feed brings one)
+    pipelines: list[PipelineRow] = field(default_factory=list)
 
     @property
     def oldest_due(self) -> tuple[str, float] | None:
@@ -75,6 +77,7 @@ def overview(store: Store, gauges: DbMetrics, *, wait: bool = True) -> Overview:
     snap = gauges_of(store, gauges, wait=wait)
     if snap is None:
         return Overview(at=store.clock(), tasks=[], workers=[], snapshot=None)
+    pipelines = store.pipelines.list(limit=PIPELINES_SHOWN)
     now = gauges.read_at
     lines = [
         TaskLine(
@@ -86,7 +89,7 @@ def overview(store: Store, gauges: DbMetrics, *, wait: bool = True) -> Overview:
     ]
     with store.read():
         workers = store.activity.workers([t.task for t in snap.tasks])
-    return Overview(at=now, tasks=lines, workers=workers, snapshot=snap)
+    return Overview(at=now, tasks=lines, workers=workers, snapshot=snap, pipelines=pipelines)
 
 
 def crawl_list(
