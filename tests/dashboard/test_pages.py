@@ -98,7 +98,7 @@ def test_the_pipelines_page_lists_them_and_a_write_session_drains_one(site: Site
     read = sign_in(site.http, site.tokens["read"])
     shown = _text(site, "/ui/pipelines")
     assert "fetch-eu" in shown
-    assert "eu <span class=\"muted\">(match only)</span>" in shown
+    assert 'eu <span class="muted">(match only)</span>' in shown
     assert "3/8" in shown
     assert "not connected" in shown
     assert "read only" in shown
