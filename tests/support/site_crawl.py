@@ -4,6 +4,7 @@ and read back its pages and attempts."""
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 from typing import Any
 
 from trawl.cli.crawlview import page_json
@@ -28,6 +29,20 @@ def create(url: str, server: SiteServer, **spec: Any) -> int:
 
 def run(url: str, crawl_id: int, *, concurrency: int = 8, lease: float = 30.0) -> Progress:
     return asyncio.run(foreground.run(url, crawl_id, concurrency=concurrency, lease=lease))
+
+
+def run_elsewhere(url: str, crawl_id: int, *, concurrency: int = 8) -> Progress:
+    """:func:`run` in a process of its own, so the site server (a thread of this process)
+    stamps requests as they arrive rather than when the crawler lets go of the GIL: for
+    tests that judge timing from the server's log."""
+    child = multiprocessing.get_context("spawn").Process(
+        target=run, args=(url, crawl_id), kwargs={"concurrency": concurrency}
+    )
+    child.start()
+    child.join(timeout=300)
+    assert child.exitcode == 0, f"the crawl process ended with {child.exitcode}"
+    with Store(url) as store:
+        return operations.progress(store, crawl_id)
 
 
 def pages(url: str, crawl_id: int) -> dict[str, dict[str, Any]]:
