@@ -101,7 +101,10 @@ def test_remote_and_local_workers_commit_every_job_once_through_a_kill_and_a_res
     tracker = serve(procs, pg_url, port)
     replacement = remote(procs, app, port, "r1", tokens["r1"])
 
-    wait_for(lambda: workload.done_count(pg_url) == JOBS, "every job to be done", timeout=180)
+    try:
+        wait_for(lambda: workload.done_count(pg_url) == JOBS, "every job to be done", timeout=180)
+    except AssertionError:
+        raise AssertionError(_stuck(pg_url, procs)) from None
     for worker in (second, replacement, local):
         assert worker.alive, worker.describe()
         worker.send(signal.SIGTERM)
@@ -120,6 +123,22 @@ def test_remote_and_local_workers_commit_every_job_once_through_a_kill_and_a_res
     assert lost, "the killed worker's attempts came back as lost attempts"
     assert "Traceback" not in second.stderr() + replacement.stderr()
     assert "reconnected to" in second.stderr(), second.describe()
+
+
+def _stuck(db: str, procs: Procs) -> str:
+    """What a run that never finished left behind: the unfinished jobs, and every process."""
+    now = time.time()
+    left = {item: job for item, job in workload.jobs(db).items() if job.status != "done"}
+    shown = [
+        f"{item}: {job.status} attempt {job.attempt} owner {job.owner} "
+        f"due in {(job.due_at or now) - now:.1f}s"
+        for item, job in sorted(left.items())[:20]
+    ]
+    described = [
+        f"--- {proc.name} (exit {proc.popen.returncode}), stderr's end:\n{proc.stderr()[-2000:]}"
+        for proc in procs.started
+    ]
+    return "\n".join([f"{len(left)} jobs not done:", *shown, *described])
 
 
 def test_a_revoked_pipeline_stops_and_a_bad_token_never_starts(

@@ -270,6 +270,31 @@ def test_frames_that_are_not_requests_get_an_error_and_an_unknown_type_too(
     run(main)
 
 
+def test_a_fault_of_the_trackers_is_answered_as_unavailable_and_the_session_goes_on(
+    tracker: Tracker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    tracker.pipeline("p1")
+    seed(tracker, 1)
+
+    async def broken(self: object, request: object) -> object:
+        raise RuntimeError("a bug in the tracker")
+
+    monkeypatch.setattr("trawl.server.pipelines.session.PipelineSession._ping", broken)
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1")
+        reply = await raw.request("ping", {"in_use": 0})
+        assert reply["status"] == "error", reply
+        assert reply["payload"]["type"] == "Unavailable", reply  # the pipeline asks again later
+        assert "RuntimeError" in reply["payload"]["message"], reply
+        assert len((await raw.ok("claim", {"limit": 1}))["jobs"]) == 1  # still serving
+        await raw.ws.close()
+
+    with caplog.at_level("ERROR", logger="trawl.pipelines"):
+        run(main)
+    assert "a bug in the tracker" in caplog.text  # the traceback is in the tracker's log
+
+
 def test_routing_follows_tags_and_match_only_and_a_removed_tag_at_once(
     tracker: Tracker,
 ) -> None:

@@ -24,15 +24,26 @@ class Stores:
         self._slots: asyncio.Semaphore | None = None
 
     async def run(self, fn: Callable[[Store], T]) -> T:
-        """``fn(store)`` in a worker thread, with a connection of the pool."""
+        """``fn(store)`` in a worker thread, with a connection of the pool.
+
+        A caller cancelled mid-call (its session ended) stops waiting, but the thread runs
+        on: the connection and its slot come back only when the thread is done with them,
+        so no other request can share a connection that is still in use."""
         if self._slots is None:  # made in the server's event loop, not at import
             self._slots = asyncio.Semaphore(self.size)
-        async with self._slots:
-            store = self._take()
-            try:
-                return await asyncio.to_thread(fn, store)
-            finally:
-                self._idle.put(store)
+        slots = self._slots
+        await slots.acquire()
+        store = self._take()
+
+        def give_back(work: asyncio.Future[T]) -> None:
+            self._idle.put(store)
+            slots.release()
+            if not work.cancelled():
+                work.exception()  # retrieved: a caller that left cannot see it
+
+        work = asyncio.ensure_future(asyncio.to_thread(fn, store))
+        work.add_done_callback(give_back)
+        return await asyncio.shield(work)
 
     def _take(self) -> Store:
         try:

@@ -158,6 +158,15 @@ class PipelineSession(Session):
         except TrawlError as error:
             await conv.fail(f"{type(error).__name__}: {error}")
             return
+        except Exception as error:
+            # A fault of the tracker's, not of the request: logged here in full, and
+            # answered as unavailable so the pipeline waits and asks again instead of
+            # giving up its running tasks.
+            log.exception("pipeline %s: a request failed on the tracker", self.row.id)
+            await conv.fail(
+                f"Unavailable: the tracker failed ({type(error).__name__}; see its log)"
+            )
+            return
         await conv.reply(msgspec.to_builtins(payload))
 
     async def _claim(self, request: wire.ClaimRequest, report_only: bool = False) -> Any:
