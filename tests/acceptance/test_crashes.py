@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.procs import trawl_command
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 APP = """
 import os

@@ -14,6 +14,8 @@ from trawl.model.records import NewItem
 from trawl.runtime.loader import load_app
 from trawl.store.store import Store
 
+pytestmark = pytest.mark.timing  # judges time: runs alone (scripts/check)
+
 log = logging.getLogger(__name__)
 
 RATE = 20

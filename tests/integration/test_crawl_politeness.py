@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from tests.support import site_crawl
 from trawl.crawl.options import Options
 from trawl.demo.httpd import Script, SiteServer
 from trawl.demo.site import random_graph
+
+pytestmark = pytest.mark.timing  # judges time: runs alone (scripts/check)
 
 DELAY = 0.12
 SLACK = 0.003  # the server's clock reads a request a little after it was sent

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from aiohttp import web
 
 from tests.support import hostile, site_crawl
 from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
+
+pytestmark = pytest.mark.timing  # judges time: runs alone (scripts/check)
 
 OUTAGE = 10.0  # longer than three retries at 1 s doubling (at most 7 s)
 PAGES = 6
