@@ -40,7 +40,14 @@ def _seed(url: str, app: str, items: dict[str, str]) -> None:
 def _done_once(url: str, ids: list[str]) -> None:
     entries = workload.journal(url)
     done = workload.kinds_by_item(entries, "job.done")
-    assert done == Counter(dict.fromkeys(ids, 1)), {i: n for i, n in done.items() if n != 1}
+    twice = {i: n for i, n in done.items() if n != 1}
+    never = sorted(set(ids) - set(done))
+    story = {
+        i: [(e.kind, (e.detail or {}).get("error_type")) for e in entries if e.item_id == i]
+        for i in never[:5]
+    }
+    assert not twice, f"done twice: {twice}"
+    assert not never, f"never done: {never}; the first ones' journal: {story}"
 
 
 ORCHESTRATOR_HOOKS = """
@@ -220,8 +227,11 @@ def test_an_actor_whose_event_loop_is_blocked_is_killed_and_its_job_retried(
     _done_once(sqlite_url, ["item:block", "item:after"])
 
 
+# retries=20: a job held by killed actors again and again (likelier on a loaded machine,
+# where each attempt runs longer) would otherwise fail for good after three, and this test
+# is about losing and repeating nothing, not about running out of retries.
 CHURN_APP = """
-@app.task(tags=["t"], timeout="30s", actor=trawl.Actor(max_actors=4))
+@app.task(tags=["t"], timeout="30s", retries=20, actor=trawl.Actor(max_actors=4))
 async def work(ctx):
     start = time.time()
     # 64 slots at ~75 ms a job: about 850 jobs/s at best, so 5,000 jobs take several

@@ -341,3 +341,30 @@ def test_a_worker_stopped_during_an_outage_gives_up_its_commits_after_the_grace(
     assert "gave up committing 4 finished attempts after the grace period" in caplog.text
     with Store(db_url) as store:  # nothing was committed: the leases will lapse
         assert {s.task: s.running for s in store.status()}["price"] == 4
+
+
+def test_exit_when_idle_waits_for_the_retries_it_scheduled(db_url: str) -> None:
+    app = trawl.App()
+
+    @app.task(tags=["product"], retries=2, backoff="1s")
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        if ctx.attempt == 1:
+            raise RuntimeError("flaky the first time")
+        return {"attempt": ctx.attempt}
+
+    ids = products(db_url, 3)
+    worker = run(app, db_url)  # nothing is due after the first round: only retries to come
+    assert (worker.stats.done, worker.stats.failed) == (3, 3)
+    assert results(db_url, ids) == {i: {"attempt": 2} for i in ids}
+
+
+def test_exit_when_idle_does_not_wait_for_a_failure_with_no_retry_left(db_url: str) -> None:
+    app = trawl.App()
+
+    @app.task(tags=["product"], retries=0, backoff="1h")
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        raise RuntimeError("always")
+
+    products(db_url, 2)
+    worker = run(app, db_url)  # returns (not after an hour: pytest's timeout would end it)
+    assert (worker.stats.done, worker.stats.failed) == (0, 2)

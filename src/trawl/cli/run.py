@@ -26,7 +26,9 @@ from trawl.runtime.plugins import for_app
 @click.command("run")
 @click.argument("app_spec", metavar="APP")
 @click.option(
-    "--exit-when-idle", is_flag=True, help="Exit once nothing is due and every actor has exited."
+    "--exit-when-idle",
+    is_flag=True,
+    help="Exit once nothing is due, no retry is still to come and every actor has exited.",
 )
 @click.option(
     "--max-actors",

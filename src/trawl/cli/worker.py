@@ -77,7 +77,11 @@ log = logging.getLogger("trawl.cli")
 )
 @click.option("--tasks", metavar="A,B", help="Run only these tasks (comma-separated).")
 @allow_hook_option
-@click.option("--exit-when-idle", is_flag=True, help="Exit once no job is due.")
+@click.option(
+    "--exit-when-idle",
+    is_flag=True,
+    help="Exit once no job is due and no retry this worker scheduled is still to come.",
+)
 @grace_option
 @progress_option("a live line")
 @progress_every_option

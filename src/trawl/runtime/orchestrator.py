@@ -37,6 +37,7 @@ from trawl.runtime.actor.spec import ActorType, QueueInfo, actor_key
 from trawl.runtime.app import App, TaskDef
 from trawl.runtime.lock import OrchestratorLock
 from trawl.runtime.metrics import Metrics
+from trawl.runtime.outcome import retries_ahead
 from trawl.runtime.plugins import Plugins, for_app
 from trawl.runtime.settle import Death, held_jobs, settle
 from trawl.store.notify import Listener
@@ -86,6 +87,7 @@ class Orchestrator:
         self.max_actors = max_actors or default_max_actors()
         self.actor_types = {d.name: _actor_type(app, d, concurrency) for d in app.local()}
         self.exit_when_idle = exit_when_idle
+        self._retries_until = 0.0  # monotonic: when the last retry it set at a death comes due
         self.grace = grace
         self.tick_interval = tick
         self.poll = poll
@@ -152,7 +154,8 @@ class Orchestrator:
     def _loop(self, store: Store) -> None:
         idle_since: float | None = None
         while not self._stopping:
-            busy = self._tick(store) or bool(self.actors)
+            waiting = time.monotonic() < self._retries_until  # a retry it set is to come
+            busy = self._tick(store) or bool(self.actors) or waiting
             idle_since = None if busy else idle_since or time.monotonic()
             # Idle for a moment, not one tick: an actor that just exited may have left a
             # retry due in a fraction of a second.
@@ -323,6 +326,8 @@ class Orchestrator:
             held = held_jobs(store, task.name, child.info.owner)
             results, report = settle(store, task, held, death, why)
             self._unsettled.pop(0)
+            ahead = retries_ahead(results, report)
+            self._retries_until = max(self._retries_until, time.monotonic() + ahead)
             if results:
                 log.warning("actor %s held %d jobs: %s", child.label, len(results), _settled(death))
                 transitions(self.plugins, child.info, results, report)

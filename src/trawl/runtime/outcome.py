@@ -4,9 +4,10 @@ was eventful, the next revisit, and when a failure may be retried."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 from trawl.engine import backoff, revisit
-from trawl.model.records import AttemptResult, ClaimedJob, FailureInfo
+from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, FailureInfo
 from trawl.model.states import Outcome
 from trawl.runtime.app import TaskDef
 from trawl.runtime.context import Context, asks
@@ -92,3 +93,18 @@ def retry_delay(d: TaskDef, job: ClaimedJob, *, not_found: bool) -> float | None
         return revisit.not_found_delay(cooldowns, job.not_found)
     delay = backoff.delay(job.fail_count + 1, d.retries, d.backoff)
     return cooldowns.exhausted if delay is None else delay
+
+
+def retries_ahead(results: Sequence[AttemptResult], report: CommitReport) -> float:
+    """How long until the last retry that committing *results* scheduled comes due, in
+    seconds (0.0: none). A worker or orchestrator that exits when idle waits that long:
+    a job waiting for its retry is not finished."""
+    committed = set(report.committed)
+    return max(
+        (
+            r.retry_delay
+            for r in results
+            if r.job_id in committed and r.outcome is Outcome.FAILURE and r.retry_delay
+        ),
+        default=0.0,
+    )

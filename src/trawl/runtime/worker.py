@@ -25,6 +25,7 @@ from trawl.runtime.attempt import released, run_attempt
 from trawl.runtime.backend import Backend, Lane, LocalBackend
 from trawl.runtime.clock import CHECK_EVERY, WorkerClock
 from trawl.runtime.context import Context
+from trawl.runtime.outcome import retries_ahead
 from trawl.runtime.plugins import for_app
 from trawl.runtime.stats import WorkerStats
 from trawl.store.store import Store
@@ -98,6 +99,7 @@ class Worker:
         self._pending: list[AttemptResult] = []
         self._committing: list[AttemptResult] = []
         self._commits = 0
+        self._retries_until = 0.0  # monotonic: when the last retry this worker set comes due
         self._stopping = False
         self._stopped_at = 0.0  # monotonic time of stop()
         self._signals = 0
@@ -253,7 +255,12 @@ class Worker:
             if batch.jobs:
                 idle_delay, idle_since = 0.01, None
                 continue
-            if self.exit_when_idle and self._idle(epoch) and batch.wake_at is None:
+            if (
+                self.exit_when_idle
+                and self._idle(epoch)
+                and batch.wake_at is None
+                and (time.monotonic() >= self._retries_until)
+            ):
                 idle_since = idle_since or time.monotonic()
                 if time.monotonic() - idle_since >= self.linger:
                     return
@@ -376,6 +383,7 @@ class Worker:
 
     def _committed(self, results: list[AttemptResult], report: CommitReport) -> None:
         self._account(results, report)
+        self._retries_set(results, report)
         self.hooks.committed(results, report)
         handed = {id(r) for r in results}
         self._committing = [r for r in self._committing if id(r) not in handed]
@@ -488,7 +496,13 @@ class Worker:
         for result in (r for r in lost if r.job_id in report.committed):
             log.warning("job %s of %s: %s", result.item_id, result.task, _why(result))
         if lost:
+            self._retries_set(lost, report)
             self.hooks.committed(lost, report)
+
+    def _retries_set(self, results: list[AttemptResult], report: CommitReport) -> None:
+        ahead = retries_ahead(results, report)
+        if ahead:
+            self._retries_until = max(self._retries_until, time.monotonic() + ahead)
 
     async def _clock_loop(self) -> None:
         while True:
