@@ -25,7 +25,7 @@ from trawl.cli.common import (
     serve_metrics,
     settings,
 )
-from trawl.crawl import foreground, operations
+from trawl.crawl import foreground, operations, personas
 from trawl.crawl import rules as crawl_rules
 from trawl.crawl.app import DEFAULT_LEASE, make_app
 from trawl.crawl.operations import CrawlSpec
@@ -433,6 +433,26 @@ _ensure = click.option(
 @click.option(
     "--header", metavar="'NAME: VALUE'", help="Send this header to URLs matching --match."
 )
+@click.option("--cookie", metavar="NAME=VALUE", help="Send this cookie to URLs matching --match.")
+@click.option(
+    "--user-agent-preset",
+    "preset",
+    metavar="NAME",
+    help=f"Present as this persona (user agent; viewport in a browser) to URLs matching "
+    f"--match: {', '.join(sorted(personas.PRESETS))}.",
+)
+@click.option(
+    "--render",
+    type=click.Choice(crawl_rules.RENDERS),
+    help="Fetch URLs matching --match in a browser, or plainly (over the crawl's --browser).",
+)
+@click.option(
+    "--custom-js",
+    metavar="FILE",
+    help="Run the script in FILE in browser pages matching --match after they load (as an "
+    "async function body: its return value is kept on the attempt). The script's text is "
+    "stored with the rule.",
+)
 @click.option(
     "--hook",
     metavar="MODULE:FUNCTION",
@@ -442,7 +462,8 @@ _ensure = click.option(
     "--match",
     metavar="REGEX",
     default="",
-    help="Which URLs --user-agent, --header or --hook apply to [default: all].",
+    help="Which URLs --user-agent, --header, --cookie, --user-agent-preset, --render, "
+    "--custom-js or --hook apply to [default: all].",
 )
 @click.option("--note", help="Why (kept with the version).")
 @_ensure
@@ -458,14 +479,29 @@ def _rule(kinds: dict[str, str | None]) -> crawl_rules.Rule:
     given = [(k, v) for k, v in kinds.items() if v is not None]
     if len(given) != 1:
         raise click.UsageError(
-            "give exactly one of --accept, --reject, --user-agent, --header, --hook"
+            "give exactly one of --accept, --reject, --user-agent, --header, --cookie, "
+            "--user-agent-preset, --render, --custom-js, --hook"
         )
     kind, value = given[0]
+    if kind == "custom_js":
+        value = _script(str(value))
     if kind == "accept":
         return crawl_rules.make_rule("accept", str(value))
     if kind == "reject":
         return crawl_rules.make_rule("skip", str(value))
     return crawl_rules.make_rule(kind, match, value)
+
+
+def _script(path: str) -> str:
+    """The text of a --custom-js file (workers elsewhere run it: the text is what is kept)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise click.BadParameter(
+            f"cannot read {path}: {error.strerror or error}", param_hint="--custom-js"
+        ) from None
+    except UnicodeDecodeError:
+        raise click.BadParameter(f"{path} is not UTF-8 text", param_hint="--custom-js") from None
 
 
 @rule.command("remove")

@@ -134,7 +134,7 @@ async def _fetch(
     r = _ready(plan)
     started = time.time()
     record = _record(ctx, plan, crawl_id, url, started)
-    headers = {"User-Agent": r.settings.user_agent, **r.settings.headers}
+    headers = {"User-Agent": r.settings.user_agent, **_cookie(r.settings), **r.settings.headers}
     ctx.allow_failure()  # a failed attempt still records itself and frees its slots
     try:
         resp = await client.fetch(
@@ -222,6 +222,12 @@ async def _handle(
         return None
     _raise_for(resp)
     return {"status": resp.status, "size": resp.size, "links": len(found)}
+
+
+def _cookie(settings: Settings) -> dict[str, str]:
+    if not settings.cookies:
+        return {}
+    return {"Cookie": "; ".join(f"{k}={v}" for k, v in settings.cookies.items())}
 
 
 @dataclass(frozen=True, slots=True)

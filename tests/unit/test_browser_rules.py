@@ -1,0 +1,53 @@
+"""The rules a browser crawl adds: render, custom_js, preset (personas) and cookie, with
+the last matching rule winning as for every other setting, and bad values refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from trawl.crawl.personas import PRESETS
+from trawl.crawl.rules import DEFAULT_USER_AGENT, MAX_SCRIPT, Ruleset, make_rule
+from trawl.model.errors import InvalidInput
+
+
+def test_browser_rules_apply_per_url_and_the_last_one_wins() -> None:
+    rules = Ruleset(
+        1,
+        [
+            make_rule("render", "/app/", "browser"),
+            make_rule("render", "/app/static/", "plain"),
+            make_rule("custom_js", ".", "return 1;"),
+            make_rule("preset", "/m/", "mobile-chrome"),
+            make_rule("user_agent", "/m/ua/", "own-agent/1"),
+            make_rule("cookie", "", "session=abc"),
+            make_rule("cookie", "/m/", "session=def"),
+        ],
+    )
+    app = rules.settings("http://h/app/x")
+    assert (app.render, app.custom_js, app.preset) == ("browser", "return 1;", None)
+    assert app.user_agent == DEFAULT_USER_AGENT
+    assert app.cookies == {"session": "abc"}
+    assert rules.settings("http://h/app/static/x").render == "plain"
+    assert rules.settings("http://h/other").render is None  # the crawl's --browser decides
+    mobile = rules.settings("http://h/m/x")
+    assert mobile.preset == "mobile-chrome"
+    assert mobile.user_agent == PRESETS["mobile-chrome"].user_agent  # a preset is a UA too
+    assert mobile.cookies == {"session": "def"}
+    assert rules.settings("http://h/m/ua/x").user_agent == "own-agent/1"  # a later UA rule
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "message"),
+    [
+        ("preset", "desktop-netscape", "unknown user agent preset 'desktop-netscape'; there are"),
+        ("render", "pdf", "one of browser, plain"),
+        ("custom_js", "   ", "is empty"),
+        ("custom_js", "x" * (MAX_SCRIPT + 1), "longer than"),
+        ("cookie", "no-equals-sign", "'name=value'"),
+    ],
+)
+def test_bad_browser_rules_are_refused_naming_what_is_wrong(
+    kind: str, value: str, message: str
+) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        make_rule(kind, ".", value)
