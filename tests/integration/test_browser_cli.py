@@ -1,5 +1,5 @@
-"""The browser rules from the command line: bad input is refused with an error naming
-what was wrong, before anything is stored."""
+"""`trawl crawl --browser` and the browser rules from the command line: bad input is
+refused with an error naming what was wrong, before anything runs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from tests.support import site_crawl
 from trawl.cli.main import main
 from trawl.crawl import operations
+from trawl.crawl.browser.chromium import ENV
 from trawl.store.store import Store
 
 
@@ -63,3 +64,15 @@ def test_bad_browser_rules_are_refused(
     assert code != 0
     assert message in capsys.readouterr().err
     assert _rules(sqlite_url, crawl_id) == before
+
+
+def test_browser_without_chromium_is_refused(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(ENV, "/nonexistent/chromium")
+    code = main(["--db", sqlite_url, "crawl", "http://127.0.0.1:9/", "--browser"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--browser: TRAWL_CHROMIUM=/nonexistent/chromium is not an executable file" in err
+    with Store(sqlite_url) as store:
+        assert operations.all_crawls(store) == []

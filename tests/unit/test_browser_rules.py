@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from trawl.crawl.options import Options
 from trawl.crawl.personas import PRESETS
-from trawl.crawl.rules import DEFAULT_USER_AGENT, MAX_SCRIPT, Ruleset, make_rule
+from trawl.crawl.rendering import renders
+from trawl.crawl.rules import DEFAULT_USER_AGENT, MAX_SCRIPT, Ruleset, Settings, make_rule
 from trawl.model.errors import InvalidInput
 
 
@@ -51,3 +53,28 @@ def test_bad_browser_rules_are_refused_naming_what_is_wrong(
 ) -> None:
     with pytest.raises(InvalidInput, match=message):
         make_rule(kind, ".", value)
+
+
+class _Resp:
+    def __init__(self, status: int, content_type: str, truncated: bool = False) -> None:
+        self.status, self.content_type, self.truncated = status, content_type, truncated
+
+
+@pytest.mark.parametrize(
+    ("browser", "render", "status", "kind", "truncated", "expected"),
+    [
+        (True, None, 200, "text/html", False, True),
+        (False, None, 200, "text/html", False, False),
+        (False, "browser", 200, "text/html", False, True),
+        (True, "plain", 200, "text/html", False, False),
+        (True, None, 301, "text/html", False, False),  # redirects are followed as pages
+        (True, None, 404, "text/html", False, False),
+        (True, None, 200, "image/png", False, False),
+        (True, None, 200, "text/html", True, False),  # a cut page is not rendered
+    ],
+)
+def test_which_responses_render(
+    browser: bool, render: str | None, status: int, kind: str, truncated: bool, expected: bool
+) -> None:
+    resp = _Resp(status, kind, truncated)
+    assert renders(Options(browser=browser), Settings(render=render), resp) is expected  # type: ignore[arg-type]

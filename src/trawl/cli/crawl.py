@@ -28,6 +28,8 @@ from trawl.cli.common import (
 from trawl.crawl import foreground, operations, personas
 from trawl.crawl import rules as crawl_rules
 from trawl.crawl.app import DEFAULT_LEASE, make_app
+from trawl.crawl.browser import chromium
+from trawl.crawl.browser.chromium import BrowserUnavailable
 from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
 from trawl.runtime.lock import runtime_dir
@@ -157,6 +159,30 @@ def crawl() -> None:
     "(1s doubling) and its pages wait without spending tries, for this long; then they fail.",
 )
 @click.option(
+    "--browser",
+    is_flag=True,
+    help="Render pages in headless Chromium (/usr/bin/chromium, or $TRAWL_CHROMIUM): every "
+    "request a page makes goes to the WARC, outlinks come from the rendered DOM, and a "
+    "screenshot is kept. `rule add --render plain` exempts pages.",
+)
+@click.option(
+    "--load-timeout",
+    metavar="DURATION",
+    callback=duration,
+    default="30s",
+    show_default=True,
+    help="Longest a browser page's load is waited for (the page is kept as far as it got).",
+)
+@click.option(
+    "--idle-wait",
+    metavar="DURATION",
+    callback=duration,
+    default="2s",
+    show_default=True,
+    help="Longest a browser page is waited on for network idle, after load and after its "
+    "custom script.",
+)
+@click.option(
     "--nice",
     "niceness",
     type=int,
@@ -237,7 +263,12 @@ def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:
         max_redirects=opts["max_redirects"],
         max_crawl_delay=opts["max_crawl_delay"],
         host_grace=opts["host_grace"],
+        browser=opts["browser"],
+        load_timeout=opts["load_timeout"],
+        idle_wait=opts["idle_wait"],
     )
+    if options.browser:
+        _check_browser()
     return CrawlSpec(
         seeds=operations.canonical_seeds(seeds),
         depth=opts["depth"],
@@ -250,6 +281,14 @@ def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:
         note=opts["note"],
         options=options,
     )
+
+
+def _check_browser() -> None:
+    """--browser on a machine that cannot run one fails now, not page by page."""
+    try:
+        chromium.executable()
+    except BrowserUnavailable as error:
+        raise click.UsageError(f"--browser: {error}") from None
 
 
 def work(

@@ -198,6 +198,21 @@ def host_failed(store: Store, host: str, grace: float) -> float | None:
     return until
 
 
+def pace_host(store: Store, host: str, delay: float) -> float | None:
+    """Reserve the next start on *host* for a browser page's sub-request, *delay* after
+    the one before (pages and sub-requests share the host's spacing); ``None`` while the
+    host is blocked. Sub-requests take no slot: the page they belong to holds one."""
+    tables = store.crawls
+    with store.write():
+        now = store.clock()
+        next_at, blocked, _ = tables.host(host)
+        if blocked is not None and blocked > now:
+            return None
+        start = max(now, next_at)
+        tables.set_next(host, start + delay + min(SLACK, delay / 10))
+    return start
+
+
 def block_host(store: Store, host: str, until: float) -> None:
     """Hold off every request to *host* until *until* (after a 429 or a 503)."""
     with store.write():

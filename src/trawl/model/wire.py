@@ -421,6 +421,18 @@ class HostFailedReply(Struct):
     until: float | None  # the page waits until then without spending a try; null: it counts
 
 
+class PaceRequest(Struct):
+    """``crawl.pace``: a start on *host* for a browser page's sub-request, *delay* after
+    the host's last one."""
+
+    host: Name
+    delay: Seconds
+
+
+class PaceReply(Struct):
+    start: float | None  # the tracker's clock; null: the host is blocked
+
+
 class PayloadsRequest(Struct):
     """``crawl.payloads``: the crawl's archived payloads, for revisit records."""
 
@@ -445,6 +457,7 @@ REQUESTS: dict[str, tuple[type[Struct], Any]] = {
     "crawl.block": (BlockRequest, Any),
     "crawl.host_failed": (HostFailedRequest, HostFailedReply),
     "crawl.payloads": (PayloadsRequest, PayloadsReply),
+    "crawl.pace": (PaceRequest, PaceReply),
 }
 
 ADVISORIES: dict[str, Any] = {
