@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 
 from trawl.crawl import client
+from trawl.crawl.browser import chromium
 from trawl.crawl.browser.pool import Browsers
 from trawl.crawl.client import Response
 from trawl.crawl.options import Options
@@ -153,6 +154,8 @@ def remote_crawling(remote: Remote, warc_dir: str) -> None:
     pipeline's id in their names (``crawl-7-scraper-eu.warc.gz``)."""
     os.makedirs(warc_dir, exist_ok=True)
     remote.disk_path = warc_dir  # its pings report the disk the WARC files fill
+    if chromium.available():  # browser pages are routed to it only if it can render them
+        remote.capabilities.append(chromium.BROWSER)
 
     def make() -> ProcessState:
         state = ProcessState(port=RemotePort(remote.connection), warc_dir=warc_dir)

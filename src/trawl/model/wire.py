@@ -79,6 +79,9 @@ class Hello(Struct):
     owner: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]  # host:pid:random
     tasks: list[TaskSpec] = []
     client: Annotated[str, msgspec.Meta(max_length=200)] = ""  # e.g. "trawl 0.1.0"
+    # What it can do beyond running its tasks: "browser" (it renders crawl pages in
+    # Chromium; browser pages are routed only to pipelines that say so).
+    capabilities: Annotated[list[Name], msgspec.Meta(max_length=20)] = []
 
 
 class Welcome(Struct):

@@ -10,6 +10,7 @@ import shutil
 from trawl.model.errors import InvalidInput
 
 ENV = "TRAWL_CHROMIUM"
+BROWSER = "browser"  # the capability a pipeline's hello names when it can render pages
 DEBIAN = "/usr/bin/chromium"
 
 
@@ -34,3 +35,12 @@ def executable() -> str:
             f"no Chromium at {DEBIAN} or on the PATH (apt install chromium, or set {ENV})"
         )
     return found
+
+
+def available() -> bool:
+    """Whether :func:`executable` would find a browser (a pipeline's hello says so)."""
+    try:
+        executable()
+    except BrowserUnavailable:
+        return False
+    return True

@@ -21,6 +21,7 @@ import msgspec
 
 from trawl.crawl import operations
 from trawl.crawl.blocks import RETRY_AFTER_MAX
+from trawl.crawl.browser.chromium import BROWSER
 from trawl.crawl.politeness import Gate, block_host, host_failed, pace_host, store_robots
 from trawl.crawl.remote import plan_to_wire
 from trawl.crawl.urls import page_id
@@ -318,6 +319,7 @@ class PipelineSession(Session):
                 item_id=request.item_id,
                 attempt=request.attempt,
                 finished=list(request.finished),
+                browser=BROWSER in self.spec.capabilities,
             )
 
         return plan_to_wire(await self.stores.run(begin))
