@@ -193,8 +193,8 @@ async def _handle(
         "digest": resp.exchange.digest,
         "outcome": "failed" if too_long else _outcome(resp.status),
     }
-    if browser is not None:
-        record |= browser.record
+    if browser is not None:  # its time is the fetch and the render together
+        record |= browser.record | {"elapsed": time.time() - record["started_at"]}
     if r.options.warc:
         written, first = await rt.archive(ctx, r.crawl, resp, [f.url for f in found])
         record |= {"warc_file": written.file, "warc_offset": written.offset}

@@ -1,11 +1,12 @@
 """One Chromium per worker process, pages in tabs of their own.
 
 The browser starts on the first page that needs it (a worker whose crawls render nothing
-never starts one). Each page gets a fresh browser context - its own cookies, cache and
-storage, its persona's user agent and viewport - closed with the page, so nothing a page
-leaves behind outlives it. Memory stays bounded because the browser itself is replaced
-after :data:`RECYCLE_PAGES` pages: new pages go to a fresh one while the old one finishes
-its tabs and is closed. A browser that crashes (or is killed) is noticed by its
+never starts one). Pages of one persona (user agent, viewport) and cookie set share a
+browser context, as one visitor's tabs do (and as Browsertrix and brozzler crawl): a
+fresh context per page costs about as much CPU as rendering the page. Each tab is closed
+with its page. Memory stays bounded because the browser itself, with its contexts, is
+replaced after :data:`RECYCLE_PAGES` pages: new pages go to a fresh one while the old one
+finishes its tabs and is closed. A browser that crashes (or is killed) is noticed by its
 ``disconnected`` event; the pages it held fail (and are retried) and the next page starts
 a new browser.
 """
@@ -34,6 +35,9 @@ CLOSE_TIMEOUT = 10.0  # a context or browser that will not close in this long is
 # page's and would not pass through the page's interception: it is switched off.
 ARGS = [
     "--disable-background-networking",
+    "--disable-extensions",
+    "--disable-features=Translate,MediaRouter,OptimizationHints",
+    "--disable-gpu",  # headless on a server: software compositing, no GPU process work
     "--disable-breakpad",  # no crash reporter processes beside each browser
     "--disable-crash-reporter",
     "--disable-component-update",
@@ -43,6 +47,7 @@ ARGS = [
     "--metrics-recording-only",
     "--mute-audio",
     "--no-first-run",
+    "--renderer-process-limit=4",  # tabs share renderers: memory grows with pages less
 ]
 # Popups would be pages of their own, outside the page's capture and never closed by it:
 # window.open does nothing (and a popup opened another way is closed at once, below).
@@ -56,7 +61,16 @@ class _Instance:
     open: int = 0  # tabs open now
     gone: bool = False  # crashed, or closed
     retiring: bool = False  # served its share: closed once its last tab is
-    closing: asyncio.Task[None] | None = field(default=None, repr=False)
+    contexts: dict[tuple[Persona, tuple[tuple[str, str], ...]], BrowserContext] = field(
+        default_factory=dict
+    )
+
+    async def context(self, persona: Persona, cookies: dict[str, str]) -> BrowserContext:
+        key = (persona, tuple(sorted(cookies.items())))
+        found = self.contexts.get(key)
+        if found is None:
+            found = self.contexts[key] = await _context(self.browser, persona)
+        return found
 
 
 class Browsers:
@@ -74,18 +88,23 @@ class Browsers:
     async def tab(
         self, persona: Persona = DEFAULT, cookies: dict[str, str] | None = None, url: str = ""
     ) -> AsyncIterator[Page]:
-        """A new page in a context of its own, closed (with its popups) on the way out."""
+        """A new page in its persona's context, closed on the way out."""
         instance = await self._instance()
         instance.open += 1
         instance.served += 1
         if instance.served >= self.recycle_after:
             instance.retiring = True  # the pages after this one go to a fresh browser
         try:
-            context = await _context(instance.browser, persona, cookies or {}, url)
+            context = await instance.context(persona, cookies or {})
+            if cookies and url:
+                await context.add_cookies(
+                    [{"name": k, "value": v, "url": url} for k, v in cookies.items()]
+                )
+            page = await context.new_page()
             try:
-                yield await context.new_page()
+                yield page
             finally:
-                await _close(context.close(), "a browser context")
+                await _close(page.close(), "a tab")
         finally:
             instance.open -= 1
             await self._settle(instance)
@@ -154,9 +173,7 @@ def _gone(instance: _Instance) -> None:
     instance.gone = True
 
 
-async def _context(
-    browser: Browser, persona: Persona, cookies: dict[str, str], url: str
-) -> BrowserContext:
+async def _context(browser: Browser, persona: Persona) -> BrowserContext:
     options: dict[str, Any] = {
         "viewport": {"width": persona.width, "height": persona.height},
         "is_mobile": persona.mobile,
@@ -170,14 +187,12 @@ async def _context(
     context = await browser.new_context(**options)
     await context.add_init_script(NO_POPUPS)
     context.on("page", _close_popup)
-    if cookies and url:
-        await context.add_cookies([{"name": k, "value": v, "url": url} for k, v in cookies.items()])
     return context
 
 
 async def _close_popup(page: Page) -> None:
-    # The first page of a context is ours (opened right after this handler is set); any
-    # other page is a popup. Playwright awaits this handler in a task it owns.
+    # The crawler's own tabs have no opener; a page opened by a page is a popup.
+    # Playwright awaits this handler in a task it owns.
     with contextlib.suppress(Exception):
         if await page.opener() is not None:
             await page.close()
