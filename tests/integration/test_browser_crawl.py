@@ -16,6 +16,7 @@ from tests.support import site_crawl
 from tests.support.js_site import CLICK, JS_LINKS, SUBRESOURCES, JsSite, need_chromium
 from trawl.crawl import operations
 from trawl.crawl.browser.capture import Timing
+from trawl.crawl.browser.chromium import ENV
 from trawl.crawl.options import Options
 from trawl.crawl.rules import make_rule
 from trawl.store.store import Store
@@ -118,7 +119,7 @@ def test_hostile_pages_end_within_their_timeouts(sqlite_url: str, tmp_path: Path
     options = Options(browser=True, timeout=5.0, load_timeout=3.0, idle_wait=1.0)
     throw = make_rule("custom_js", "/throws$", "throw new Error('the custom script failed');")
     with JsSite() as site:
-        seeds = [site.url(p) for p in ("/hang", "/popups", "/throws")]
+        seeds = [site.url(p) for p in ("/hang", "/popups", "/throws", "/moves")]
         # Depth 0: the links are found (and skipped), the image that never answers is not
         # fetched again as a page of its own.
         crawl_id = _crawl(sqlite_url, site, seeds, options, [throw], depth=0)
@@ -128,8 +129,9 @@ def test_hostile_pages_end_within_their_timeouts(sqlite_url: str, tmp_path: Path
         }
         prefix = site.url("")
         found = {u.removeprefix(prefix) for u in site_crawl.pages(sqlite_url, crawl_id)}
+        site_paths = site.paths()
     deadline = Timing(load=3.0, idle=1.0).deadline
-    for path in ("/hang", "/popups", "/throws"):
+    for path in ("/hang", "/popups", "/throws", "/moves"):
         attempt = by_url[path]
         assert attempt["outcome"] == "done", attempt
         assert attempt["elapsed"] < deadline, f"{path} took {attempt['elapsed']}s"
@@ -139,6 +141,22 @@ def test_hostile_pages_end_within_their_timeouts(sqlite_url: str, tmp_path: Path
     }
     assert "/leaf-after-throw" in found  # a page whose own script throws is still read
     assert "/leaf-popup" in found  # the popups' target is a link, not a window
+    assert "/moved-to" in found  # where a script sent the page is a link, not followed
+    assert "/moved-to" not in site_paths, "the browser did not leave the page"
+
+
+def test_a_browser_page_without_chromium_fails_saying_what_is_missing(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENV, "/nonexistent/chromium")
+    with JsSite() as site:
+        crawl_id = _crawl(sqlite_url, site, [site.url("/")], Options(browser=True), depth=0)
+        attempts = site_crawl.attempts(sqlite_url, crawl_id)
+    pages = [a for a in attempts if a["url"] == site.url("/")]
+    assert len(pages) == 4  # the first try and three retries, each saying why
+    assert {(a["outcome"], a["error"]) for a in pages} == {
+        ("retry", "browser: TRAWL_CHROMIUM=/nonexistent/chromium is not an executable file")
+    }
 
 
 def test_sub_requests_keep_the_hosts_delay(sqlite_url: str, tmp_path: Path) -> None:

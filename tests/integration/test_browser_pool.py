@@ -12,9 +12,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.js_site import need_chromium
+from trawl.crawl import state
+from trawl.crawl.app import make_app
 from trawl.crawl.browser.chromium import ENV, BrowserUnavailable
 from trawl.crawl.browser.pool import Browsers
 from trawl.crawl.personas import preset
+from trawl.runtime.actor.spec import ActorInfo
+from trawl.store.crawls import FETCH_TASK
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -118,5 +122,23 @@ def test_no_chromium_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
         with pytest.raises(BrowserUnavailable, match="/nonexistent/chromium is not an executable"):
             await _render(browsers, "x")
         await browsers.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_fetch_actor_closes_its_browser_as_it_stops() -> None:
+    """Under `trawl run`, the fetch task's actor owns its process's browser."""
+    need_chromium()
+
+    async def scenario() -> None:
+        browsers = state.runtime().browsers
+        assert await _render(browsers, "x") == "x"
+        assert browsers.running
+        actor = make_app().get(FETCH_TASK).actor
+        assert actor.on_shutdown is not None
+        info = ActorInfo(type=FETCH_TASK, key=None, pid=os.getpid(), owner="o", tasks=())
+        await actor.on_shutdown(info, None)
+        assert not browsers.running
+        await _until(lambda: not _browser_pids())
 
     asyncio.run(scenario())

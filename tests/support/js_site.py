@@ -5,7 +5,8 @@ fetches ``/links.json`` and inserts ``/from-json``, and adds a button whose clic
 ``/behind-button`` (the custom script clicks it). ``/static``'s inline script inserts
 ``/deep-js`` (depth 2). The page also needs ``/style.css`` and ``/pixel.png``, which the
 WARC must hold. Hostile pages: ``/hang`` never finishes loading (an image that never
-answers), ``/popups`` opens windows without end, ``/throws`` has a script that throws.
+answers), ``/popups`` opens windows without end, ``/throws`` has a script that throws,
+``/moves`` sends the browser elsewhere (``/moved-to``) once loaded.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ setInterval(() => {
   const a = document.createElement('a'); a.href = '/leaf-popup'; a.target = '_blank';
   document.body.appendChild(a); a.click();
 }, 20);
+</script></body></html>"""
+_MOVES = """<!doctype html><html><body><p>moves away</p><script>
+setTimeout(() => { window.location.href = '/moved-to'; }, 10);
 </script></body></html>"""
 _THROWS = """<!doctype html><html><body><p>throws</p><a href="/leaf-after-throw">x</a>
 <script>throw new Error('the page script failed');</script></body></html>"""
@@ -131,10 +135,11 @@ class JsSite:
             "/hang": _HANG,
             "/popups": _POPUPS,
             "/throws": _THROWS,
+            "/moves": _MOVES,
         }
         for path, body in pages.items():
             app.router.add_get(path, _html(body))
-        for path in (*JS_LINKS, "/leaf-popup", "/leaf-after-throw"):
+        for path in (*JS_LINKS, "/leaf-popup", "/leaf-after-throw", "/moved-to"):
             app.router.add_get(path, _html(_LEAF))
         app.router.add_get("/app.js", self._js)
         app.router.add_get("/links.json", self._json)
