@@ -7,7 +7,7 @@ import pytest
 
 from trawl.crawl.options import Options
 from trawl.crawl.personas import PRESETS
-from trawl.crawl.rendering import renders
+from trawl.crawl.rendering import lease_for, renders
 from trawl.crawl.rules import DEFAULT_USER_AGENT, MAX_SCRIPT, Ruleset, Settings, make_rule
 from trawl.model.errors import InvalidInput
 
@@ -78,3 +78,11 @@ def test_which_responses_render(
 ) -> None:
     resp = _Resp(status, kind, truncated)
     assert renders(Options(browser=browser), Settings(render=render), resp) is expected  # type: ignore[arg-type]
+
+
+def test_a_browser_crawl_gets_a_lease_that_covers_a_whole_page() -> None:
+    plain = Options()
+    assert lease_for(plain, 60.0) == 60.0  # plain crawls keep the lease asked for
+    browser = Options(browser=True)  # 30 s fetch + 59 s page + 5 s
+    assert lease_for(browser, 60.0) == 94.0
+    assert lease_for(browser, 300.0) == 300.0  # a longer one is kept

@@ -25,7 +25,7 @@ from trawl.cli.common import (
     serve_metrics,
     settings,
 )
-from trawl.crawl import foreground, operations, personas
+from trawl.crawl import foreground, operations, personas, rendering
 from trawl.crawl import rules as crawl_rules
 from trawl.crawl.app import DEFAULT_LEASE, make_app
 from trawl.crawl.browser import chromium
@@ -210,6 +210,7 @@ def start(seeds: tuple[str, ...], **opts: Any) -> None:
     more workers can join with `trawl worker trawl.crawl.app:app`.
     """
     spec = _spec(seeds, opts)
+    opts["lease"] = rendering.lease_for(spec.options, opts["lease"])
     store = open_store()
     operations.register(store, make_app(lease=opts["lease"]).get(FETCH_TASK).info())
     found = None if opts["new"] else operations.find(store, spec)
@@ -421,6 +422,7 @@ def resume(
     """Resume a crawl (after an abort, a Ctrl-C or a crash) and work on it until finished."""
     store = open_store()
     crawl_row = operations.get(store, crawl_id)
+    lease = rendering.lease_for(Options.from_json(crawl_row.options), lease)
     operations.register(store, make_app(lease=lease).get(FETCH_TASK).info())
     if crawl_row.aborted:
         count = operations.resume(store, crawl_id)

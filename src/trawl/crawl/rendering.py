@@ -32,6 +32,13 @@ def renders(options: Options, settings: Settings, resp: Response) -> bool:
     return wants_browser(options, settings) and ok and resp.content_type in extract.HTML_TYPES
 
 
+def lease_for(options: Options, lease: float) -> float:
+    """A fetch task timeout (``--lease``) long enough for a browser page of *options*:
+    its document's fetch and its whole render deadline, with a margin."""
+    timing = Timing(load=options.load_timeout, idle=options.idle_wait)
+    return max(lease, options.timeout + timing.deadline + 5.0) if options.browser else lease
+
+
 @dataclass(kw_only=True, slots=True)
 class BrowserPage:
     """What rendering a page adds to its attempt."""

@@ -19,7 +19,9 @@ from trawl.crawl.browser.traffic import Traffic
 if TYPE_CHECKING:
     from playwright.async_api import Page
 
-SCREENSHOT_TIMEOUT = 20.0  # seconds a full-page screenshot may take
+SCRIPT_TIMEOUT = 10.0  # seconds a custom script may run
+SCREENSHOT_TIMEOUT = 10.0  # seconds a full-page screenshot may take
+SLACK = 5.0  # opening the tab, reading the DOM
 MAX_SCREENSHOT_HEIGHT = 20_000  # CSS pixels: an endless page is shot this far down
 MAX_RESULT = 64 << 10  # characters of a custom script's result kept on the attempt
 
@@ -35,9 +37,9 @@ class Timing:
 
     @property
     def deadline(self) -> float:
-        """Everything a page may take: load, two idle waits, the script (bounded like a
-        load) and the screenshot."""
-        return 2 * self.load + 2 * self.idle + SCREENSHOT_TIMEOUT + 10.0
+        """Everything a page may take: load, two idle waits, the script, the screenshot
+        (59 s with the defaults: it fits in the fetch task's default 60 s timeout)."""
+        return self.load + 2 * self.idle + SCRIPT_TIMEOUT + SCREENSHOT_TIMEOUT + SLACK
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,7 +74,7 @@ async def _render(
     await traffic.idle(timing.idle)
     result = None
     if script is not None:
-        result = await _run(page, script, timing.load)
+        result = await _run(page, script, SCRIPT_TIMEOUT)
         await traffic.idle(timing.idle)
     html = await page.content()
     return Rendered(
