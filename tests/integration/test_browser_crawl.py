@@ -17,6 +17,7 @@ from tests.support.js_site import CLICK, JS_LINKS, SUBRESOURCES, JsSite, need_ch
 from trawl.crawl import operations
 from trawl.crawl.browser.capture import Timing
 from trawl.crawl.browser.chromium import ENV
+from trawl.crawl.browser.pool import Browsers
 from trawl.crawl.options import Options
 from trawl.crawl.rules import make_rule
 from trawl.store.store import Store
@@ -173,3 +174,27 @@ def test_sub_requests_keep_the_hosts_delay(sqlite_url: str, tmp_path: Path) -> N
     # Pages and their sub-requests share one spacing; the server stamps arrivals, which
     # a loaded machine can bunch a little, never by half the delay.
     assert min(gaps) > delay / 2, f"requests {min(gaps):.3f}s apart with --delay {delay}"
+
+
+def test_a_browser_that_fails_as_a_tab_opens_fails_the_attempt_and_it_is_retried(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from playwright.async_api import Error
+
+    real = Browsers._instance
+    calls = []
+
+    async def once_broken(self: Browsers) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise Error("Target page, context or browser has been closed")
+        return await real(self)
+
+    monkeypatch.setattr(Browsers, "_instance", once_broken)
+    with JsSite() as site:
+        crawl_id = _crawl(sqlite_url, site, [site.url("/")], Options(browser=True), depth=0)
+        tries = [a for a in site_crawl.attempts(sqlite_url, crawl_id) if a["url"] == site.url("/")]
+    assert [(a["outcome"], a["error"]) for a in tries] == [
+        ("retry", "browser: Error: Target page, context or browser has been closed"),
+        ("done", None),
+    ]

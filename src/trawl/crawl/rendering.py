@@ -15,7 +15,8 @@ from typing import Any
 
 from trawl.crawl import client, extract, personas, urls
 from trawl.crawl.blocks import block_of
-from trawl.crawl.browser.capture import Rendered, Timing, render
+from trawl.crawl.browser.capture import Rendered, RenderFailed, Timing, render
+from trawl.crawl.browser.chromium import BrowserUnavailable
 from trawl.crawl.browser.traffic import Outgoing, Traffic
 from trawl.crawl.client import FetchError, Response
 from trawl.crawl.options import Options, wants_browser
@@ -72,8 +73,13 @@ async def render_page(
     persona = personas.preset(settings.preset) if settings.preset else personas.DEFAULT
     persona = replace(persona, user_agent=settings.user_agent)
     timing = Timing(load=options.load_timeout, idle=options.idle_wait)
-    async with rt.browsers.tab(persona, settings.cookies, url) as tab:
-        rendered = await render(tab, url, traffic, timing, settings.custom_js)
+    try:
+        async with rt.browsers.tab(persona, settings.cookies, url) as tab:
+            rendered = await render(tab, url, traffic, timing, settings.custom_js)
+    except (RenderFailed, BrowserUnavailable):
+        raise
+    except Exception as error:  # the browser went away as the tab opened: Playwright's
+        raise RenderFailed(f"{type(error).__name__}: {error}") from error  # own errors
     links = await asyncio.to_thread(_links, rendered, traffic.navigations, options.max_links)
     record: dict[str, Any] = {
         "subrequests": traffic.requests + traffic.failed,
