@@ -14,7 +14,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tests.support import site_crawl
 from tests.support.js_site import CLICK, JS_LINKS, SUBRESOURCES, JsSite, need_chromium
-from trawl.crawl import operations
+from trawl.crawl import operations, urls
 from trawl.crawl.browser.capture import Timing
 from trawl.crawl.browser.chromium import ENV
 from trawl.crawl.browser.pool import Browsers
@@ -198,3 +198,15 @@ def test_a_browser_that_fails_as_a_tab_opens_fails_the_attempt_and_it_is_retried
         ("retry", "browser: Error: Target page, context or browser has been closed"),
         ("done", None),
     ]
+
+
+def test_a_sub_request_answered_429_holds_off_its_whole_host(sqlite_url: str) -> None:
+    options = Options(browser=True, robots=False, timeout=10.0)
+    with JsSite() as site:
+        crawl_id = _crawl(sqlite_url, site, [site.url("/throttled")], options, depth=0)
+        (attempt,) = site_crawl.attempts(sqlite_url, crawl_id)
+        with Store(sqlite_url) as store, store.write():
+            _, blocked, _ = store.crawls.host(urls.host(site.url("/")))
+    assert attempt["outcome"] == "done"
+    assert blocked is not None
+    assert blocked > attempt["started_at"] + 100  # the Retry-After, for every fetcher

@@ -13,7 +13,7 @@ from trawl.crawl import operations
 from trawl.crawl.app import make_app
 from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
-from trawl.crawl.politeness import NO_BROWSER_RETRY, Gate
+from trawl.crawl.politeness import NO_BROWSER_RETRY, Gate, block_host, pace_host
 from trawl.crawl.remote import decode_fetched
 from trawl.crawl.rules import make_rule
 from trawl.crawl.urls import page_id
@@ -123,3 +123,16 @@ def test_a_pipeline_cannot_record_payloads_of_another_crawl() -> None:
     assert ok.subpayloads == ((1, "sha1:Y", SEED + "a.js", "d"),)
     with pytest.raises(InvalidInput, match="payload of another crawl"):
         decode_fetched(body | {"subpayloads": [[2, "sha1:Y", SEED + "a.js", "d"]]}, attempt)
+
+
+def test_sub_requests_take_the_hosts_next_start_and_none_while_it_is_blocked(
+    store: Store,
+) -> None:
+    now = store.clock()
+    first = pace_host(store, "a.test", 0.5)
+    second = pace_host(store, "a.test", 0.5)
+    assert first == now
+    assert second is not None
+    assert second >= now + 0.5  # a page's requests share the host's spacing
+    block_host(store, "a.test", now + 30)
+    assert pace_host(store, "a.test", 0.5) is None

@@ -6,7 +6,8 @@ fetches ``/links.json`` and inserts ``/from-json``, and adds a button whose clic
 ``/deep-js`` (depth 2). The page also needs ``/style.css`` and ``/pixel.png``, which the
 WARC must hold. Hostile pages: ``/hang`` never finishes loading (an image that never
 answers), ``/popups`` opens windows without end, ``/throws`` has a script that throws,
-``/moves`` sends the browser elsewhere (``/moved-to``) once loaded.
+``/moves`` sends the browser elsewhere (``/moved-to``) once loaded, ``/throttled`` needs a
+script the server answers 429 (Retry-After: 120) to.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ setInterval(() => {
 _MOVES = """<!doctype html><html><body><p>moves away</p><script>
 setTimeout(() => { window.location.href = '/moved-to'; }, 10);
 </script></body></html>"""
+_THROTTLED = """<!doctype html><html><body><p>throttled</p>
+<script src="/limited.js"></script><img src="/pixel.png"></body></html>"""
 _THROWS = """<!doctype html><html><body><p>throws</p><a href="/leaf-after-throw">x</a>
 <script>throw new Error('the page script failed');</script></body></html>"""
 
@@ -136,6 +139,7 @@ class JsSite:
             "/popups": _POPUPS,
             "/throws": _THROWS,
             "/moves": _MOVES,
+            "/throttled": _THROTTLED,
         }
         for path, body in pages.items():
             app.router.add_get(path, _html(body))
@@ -146,6 +150,7 @@ class JsSite:
         app.router.add_get("/style.css", self._css)
         app.router.add_get("/pixel.png", self._png)
         app.router.add_get("/never", self._never)
+        app.router.add_get("/limited.js", self._limited)
         return app
 
     async def _js(self, _: web.Request) -> web.Response:
@@ -159,6 +164,9 @@ class JsSite:
 
     async def _png(self, _: web.Request) -> web.Response:
         return web.Response(body=PNG, content_type="image/png")
+
+    async def _limited(self, _: web.Request) -> web.Response:
+        return web.Response(status=429, headers={"Retry-After": "120"}, text="slow down")
 
     async def _never(self, _: web.Request) -> web.Response:
         await asyncio.Event().wait()  # until the server shuts down
