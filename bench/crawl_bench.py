@@ -1,10 +1,12 @@
 """bench/crawl: pages per second and peak RSS crawling a generated site, trawl beside peers.
 
 For each site size the site is served by its own process (``python -m trawl.demo.httpd``)
-and crawled to depth 5 by: trawl on SQLite and on PostgreSQL (WARC on), ``wget -r
---warc-file`` and Scrapy (breadth-first settings, no WARC: it has none). Each system runs
-under a wrapper that reports its peak RSS (``ru_maxrss`` of the process tree's largest
-process). Rows go to stdout and bench/results/crawl-latest.json.
+and crawled to depth 5 by: trawl on SQLite and on PostgreSQL (WARC on), trawl with
+``--browser`` (every page rendered in headless Chromium), ``wget -r --warc-file`` and Scrapy
+(breadth-first settings, no WARC: it has none). Each system runs under a wrapper that
+reports its peak RSS (``ru_maxrss`` of the process tree's largest process); the bench also
+samples the whole tree's memory (PSS, so pages Chromium's processes share count once),
+which is what a browser crawl costs. Rows go to stdout and bench/results/crawl-latest.json.
 """
 
 from __future__ import annotations
@@ -37,24 +39,53 @@ RSS = (
 
 
 def measured(argv: list[str], log: Path, env: dict[str, str] | None = None) -> dict[str, float]:
-    """Run *argv*; wall seconds, peak RSS (MiB), exit code; its output goes to *log*."""
-    with log.open("w") as out:
-        proc = subprocess.run(
-            [sys.executable, "-c", RSS, *argv],
-            stdout=out,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            check=False,
+    """Run *argv*; wall seconds, peak RSS (MiB) of its largest process and peak PSS of its
+    whole process tree (MiB), exit code; its output goes to *log*."""
+    with log.open("w") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", RSS, *argv], stdout=out, stderr=err, text=True, env=env
         )
-    line = [x for x in proc.stderr.splitlines() if x.startswith("BENCH ")][-1].split()
-    log.open("a").write(proc.stderr)
+        tree = 0
+        while proc.poll() is None:  # a sample every 0.2 s: the bench's own cost stays small
+            tree = max(tree, _tree_pss(proc.pid))
+            time.sleep(0.2)
+        err.seek(0)
+        stderr = err.read()
+    line = [x for x in stderr.splitlines() if x.startswith("BENCH ")][-1].split()
+    log.open("a").write(stderr)
     return {
         "code": int(line[1]),
         "wall_s": float(line[2]),
         "rss_mib": int(line[3]) / 1024,
+        "tree_mib": tree / 1024,
         "cpu_s": float(line[4]),
     }
+
+
+def _tree_pss(root: int) -> int:
+    """KiB of proportional set size of *root* and every process under it."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    tree, grew = {root}, True
+    while grew:
+        grown = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= grown
+        grew = bool(grown)
+    total = 0
+    for pid in tree:
+        try:
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+        except OSError:
+            continue
+        found = re.search(r"^Pss:\s+(\d+) kB", rollup, re.M)
+        total += int(found.group(1)) if found else 0
+    return total
 
 
 def serve(pages: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
@@ -154,6 +185,8 @@ def run(size: int, systems: list[str], work: Path) -> list[dict[str, object]]:
         try:
             if system == "trawl-sqlite":
                 row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place)
+            elif system == "trawl-browser":  # every page in Chromium, beside plain fetching
+                row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place, "--browser")
             elif system == "trawl-sqlite-nosync":  # the cost of durable WARC, same run
                 row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place, "--no-warc-sync")
             elif system == "trawl-postgresql":
@@ -182,7 +215,7 @@ def _line(row: dict[str, object]) -> str:
         f"{row['system']:<17} site {row['site_pages']:>6}  fetched {row['pages']:>6}  "
         f"{row['wall_s']:7.1f}s  {row['pages_per_s']:7.1f} pages/s  "
         f"{row['cpu_ms_per_page']:5.2f} CPU ms/page  peak RSS {row['rss_mib']:6.0f} MiB  "
-        f"exit {row['code']}"
+        f"tree {row['tree_mib']:6.0f} MiB  exit {row['code']}"
     )
 
 
@@ -192,7 +225,7 @@ def main() -> int:
     parser.add_argument("--sizes", default=None, help="comma-separated site sizes")
     parser.add_argument(
         "--only", default="trawl-sqlite,trawl-sqlite-nosync,trawl-postgresql,wget,scrapy"
-    )
+    )  # trawl-browser too: `--only trawl-sqlite,trawl-browser --sizes 500`
     args = parser.parse_args()
     sizes = [int(s) for s in (args.sizes or ("2000" if args.quick else "2000,20000")).split(",")]
     systems = args.only.split(",")

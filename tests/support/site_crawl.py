@@ -18,9 +18,13 @@ from trawl.store.crawls import FETCH_TASK
 from trawl.store.store import Store
 
 
-def create(url: str, server: SiteServer, **spec: Any) -> int:
+def create(url: str, server: SiteServer | None, **spec: Any) -> int:
+    """A crawl of *server*'s site from its main page, or of ``seeds=`` given."""
     options = spec.pop("options", Options())
-    seeds = spec.pop("seeds", (server.url(("main", "/")),))
+    seeds = spec.pop("seeds", None)
+    if seeds is None:
+        assert server is not None, "a crawl needs a site or seeds"
+        seeds = (server.url(("main", "/")),)
     with Store(url) as store:
         migrate.ensure(store.db, auto=store.is_sqlite)
         operations.register(store, make_app().get(FETCH_TASK).info())

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from trawl.crawl.blocks import retry_after
 from trawl.crawl.extract import css_links, html_links
 from trawl.crawl.robots import Robots
 from trawl.crawl.rules import DEFAULT_USER_AGENT, Ruleset, make_rule
-from trawl.crawl.task import retry_after
 from trawl.crawl.urls import canonical
 from trawl.model.errors import InvalidInput
 

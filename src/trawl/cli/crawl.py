@@ -25,9 +25,11 @@ from trawl.cli.common import (
     serve_metrics,
     settings,
 )
-from trawl.crawl import foreground, operations
+from trawl.crawl import foreground, operations, personas, rendering
 from trawl.crawl import rules as crawl_rules
 from trawl.crawl.app import DEFAULT_LEASE, make_app
+from trawl.crawl.browser import chromium
+from trawl.crawl.browser.chromium import BrowserUnavailable
 from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
 from trawl.runtime.lock import runtime_dir
@@ -157,6 +159,30 @@ def crawl() -> None:
     "(1s doubling) and its pages wait without spending tries, for this long; then they fail.",
 )
 @click.option(
+    "--browser",
+    is_flag=True,
+    help="Render pages in headless Chromium (/usr/bin/chromium, or $TRAWL_CHROMIUM): every "
+    "request a page makes goes to the WARC, outlinks come from the rendered DOM, and a "
+    "screenshot is kept. `rule add --render plain` exempts pages.",
+)
+@click.option(
+    "--load-timeout",
+    metavar="DURATION",
+    callback=duration,
+    default="30s",
+    show_default=True,
+    help="Longest a browser page's load is waited for (the page is kept as far as it got).",
+)
+@click.option(
+    "--idle-wait",
+    metavar="DURATION",
+    callback=duration,
+    default="2s",
+    show_default=True,
+    help="Longest a browser page is waited on for network idle, after load and after its "
+    "custom script.",
+)
+@click.option(
     "--nice",
     "niceness",
     type=int,
@@ -184,6 +210,7 @@ def start(seeds: tuple[str, ...], **opts: Any) -> None:
     more workers can join with `trawl worker trawl.crawl.app:app`.
     """
     spec = _spec(seeds, opts)
+    opts["lease"] = rendering.lease_for(spec.options, opts["lease"])
     store = open_store()
     operations.register(store, make_app(lease=opts["lease"]).get(FETCH_TASK).info())
     found = None if opts["new"] else operations.find(store, spec)
@@ -237,7 +264,12 @@ def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:
         max_redirects=opts["max_redirects"],
         max_crawl_delay=opts["max_crawl_delay"],
         host_grace=opts["host_grace"],
+        browser=opts["browser"],
+        load_timeout=opts["load_timeout"],
+        idle_wait=opts["idle_wait"],
     )
+    if options.browser:
+        _check_browser()
     return CrawlSpec(
         seeds=operations.canonical_seeds(seeds),
         depth=opts["depth"],
@@ -250,6 +282,14 @@ def _spec(seeds: tuple[str, ...], opts: dict[str, Any]) -> CrawlSpec:
         note=opts["note"],
         options=options,
     )
+
+
+def _check_browser() -> None:
+    """--browser on a machine that cannot run one fails now, not page by page."""
+    try:
+        chromium.executable()
+    except BrowserUnavailable as error:
+        raise click.UsageError(f"--browser: {error}") from None
 
 
 def work(
@@ -382,6 +422,7 @@ def resume(
     """Resume a crawl (after an abort, a Ctrl-C or a crash) and work on it until finished."""
     store = open_store()
     crawl_row = operations.get(store, crawl_id)
+    lease = rendering.lease_for(Options.from_json(crawl_row.options), lease)
     operations.register(store, make_app(lease=lease).get(FETCH_TASK).info())
     if crawl_row.aborted:
         count = operations.resume(store, crawl_id)
@@ -433,6 +474,26 @@ _ensure = click.option(
 @click.option(
     "--header", metavar="'NAME: VALUE'", help="Send this header to URLs matching --match."
 )
+@click.option("--cookie", metavar="NAME=VALUE", help="Send this cookie to URLs matching --match.")
+@click.option(
+    "--user-agent-preset",
+    "preset",
+    metavar="NAME",
+    help=f"Present as this persona (user agent; viewport in a browser) to URLs matching "
+    f"--match: {', '.join(sorted(personas.PRESETS))}.",
+)
+@click.option(
+    "--render",
+    type=click.Choice(crawl_rules.RENDERS),
+    help="Fetch URLs matching --match in a browser, or plainly (over the crawl's --browser).",
+)
+@click.option(
+    "--custom-js",
+    metavar="FILE",
+    help="Run the script in FILE in browser pages matching --match after they load (as an "
+    "async function body: its return value is kept on the attempt). The script's text is "
+    "stored with the rule.",
+)
 @click.option(
     "--hook",
     metavar="MODULE:FUNCTION",
@@ -442,7 +503,8 @@ _ensure = click.option(
     "--match",
     metavar="REGEX",
     default="",
-    help="Which URLs --user-agent, --header or --hook apply to [default: all].",
+    help="Which URLs --user-agent, --header, --cookie, --user-agent-preset, --render, "
+    "--custom-js or --hook apply to [default: all].",
 )
 @click.option("--note", help="Why (kept with the version).")
 @_ensure
@@ -458,14 +520,29 @@ def _rule(kinds: dict[str, str | None]) -> crawl_rules.Rule:
     given = [(k, v) for k, v in kinds.items() if v is not None]
     if len(given) != 1:
         raise click.UsageError(
-            "give exactly one of --accept, --reject, --user-agent, --header, --hook"
+            "give exactly one of --accept, --reject, --user-agent, --header, --cookie, "
+            "--user-agent-preset, --render, --custom-js, --hook"
         )
     kind, value = given[0]
+    if kind == "custom_js":
+        value = _script(str(value))
     if kind == "accept":
         return crawl_rules.make_rule("accept", str(value))
     if kind == "reject":
         return crawl_rules.make_rule("skip", str(value))
     return crawl_rules.make_rule(kind, match, value)
+
+
+def _script(path: str) -> str:
+    """The text of a --custom-js file (workers elsewhere run it: the text is what is kept)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise click.BadParameter(
+            f"cannot read {path}: {error.strerror or error}", param_hint="--custom-js"
+        ) from None
+    except UnicodeDecodeError:
+        raise click.BadParameter(f"{path} is not UTF-8 text", param_hint="--custom-js") from None
 
 
 @rule.command("remove")

@@ -6,8 +6,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from trawl.crawl import state
 from trawl.crawl.frontier import PAGE_TAG
 from trawl.crawl.task import fetch_page
+from trawl.runtime.actor.spec import Actor, ActorInfo
 from trawl.runtime.app import App
 from trawl.store.crawls import FETCH_TASK
 
@@ -25,8 +29,16 @@ def make_app(db: str | None = None, *, lease: float = DEFAULT_LEASE) -> App:
         retries=3,
         backoff="1s",
         not_found_limit=1,  # 404, 410 and other 4xx are final at once
+        # Under `trawl run` each fetch actor owns its process's browser: it is closed as
+        # the actor stops, not left to die with the process.
+        actor=Actor(on_shutdown=_release),
     )
     return crawl_app
+
+
+async def _release(actor: ActorInfo, resource: Any) -> None:
+    """Close this process's browser, connections and WARC files."""
+    await state.shutdown()
 
 
 app = make_app()

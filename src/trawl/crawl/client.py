@@ -53,6 +53,16 @@ class Response:
         charset = _charset(self.header("content-type") or "")
         return data.decode(charset, errors="replace")
 
+    def decoded(self) -> bytes:
+        """The payload with its content-encoding undone, as a browser is handed it (an
+        encoded payload is decoded up to DECODE_LIMIT)."""
+        body = self.exchange.body
+        body.seek(0)
+        raw = body.read()
+        body.seek(0)
+        encoding = (self.header("content-encoding") or "").lower()
+        return _decode(raw, encoding) if encoding else raw
+
 
 def session(concurrency: int) -> aiohttp.ClientSession:
     """One connection pool per process, keep-alive, no automatic decoding or redirects."""
@@ -75,18 +85,27 @@ async def fetch(
     headers: dict[str, str],
     timeout: float,  # noqa: ASYNC109 - the request's own timeout, handed to aiohttp
     max_bytes: int,
+    method: str = "GET",
+    data: bytes | None = None,
 ) -> Response:
-    """GET *url* without following redirects; raises FetchError when no response came."""
+    """GET (or *method*) *url* without following redirects; raises FetchError when no
+    response came."""
     started = time.time()
     sent = {"Accept-Encoding": ACCEPT_ENCODING, **headers}
     limits = aiohttp.ClientTimeout(total=timeout, sock_connect=min(10.0, timeout))
     try:
-        async with client.get(
-            url, headers=sent, allow_redirects=False, timeout=limits, skip_auto_headers=()
+        async with client.request(
+            method,
+            url,
+            headers=sent,
+            data=data,
+            allow_redirects=False,
+            timeout=limits,
+            skip_auto_headers=(),
         ) as resp:
             ip = _peer(resp)
             body = await _read(resp, max_bytes)
-            return _response(url, resp, body, started, ip)
+            return _response(url, resp, body, started, ip, data or b"")
     except TimeoutError as error:
         raise FetchError(f"timed out after {timeout:g}s") from error
     except aiohttp.ClientError as error:
@@ -125,6 +144,7 @@ def _response(
     body: _Body,
     started: float,
     ip: str | None,
+    sent: bytes,
 ) -> Response:
     raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
     # The payload is stored de-chunked: say so rather than claim a chunked body.
@@ -133,8 +153,9 @@ def _response(
     request_headers = [(k, v) for k, v in resp.request_info.headers.items()]
     exchange = Exchange(
         url=url,
-        request_line=f"GET {request_target(url)} {protocol}",
+        request_line=f"{resp.method} {request_target(url)} {protocol}",
         request_headers=request_headers,
+        request_body=sent,
         status_line=f"{resp.status} {resp.reason or ''}".strip(),
         protocol=protocol,
         response_headers=stored,

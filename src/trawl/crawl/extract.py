@@ -16,6 +16,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from trawl.crawl.urls import canonical
 
+HTML_TYPES = ("text/html", "application/xhtml+xml")
 MAX_LINKS = 10_000  # outlinks kept per page
 MAX_CSS = 2 << 20  # characters of CSS scanned per page (style blocks and attributes)
 MAX_URL = 8192  # longer "URLs" in CSS are not URLs

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trawl.crawl.extract import MAX_LINKS
 from trawl.crawl.warc import DEFAULT_MAX_SIZE
+
+if TYPE_CHECKING:
+    from trawl.crawl.rules import Settings
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -23,6 +26,9 @@ class Options:
     max_redirects: int = 10  # hops in one redirect chain before the page fails
     max_crawl_delay: float = 5.0  # a robots.txt Crawl-delay above this is capped
     host_grace: float = 60.0  # a host erring this long backs off without failing pages
+    browser: bool = False  # render pages in Chromium unless a render rule says plain
+    load_timeout: float = 30.0  # a browser page's load event waited for at most this
+    idle_wait: float = 2.0  # then network idle waited for at most this (and after a script)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -31,3 +37,9 @@ class Options:
     def from_json(cls, value: dict[str, Any]) -> Options:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in value.items() if k in known})
+
+
+def wants_browser(options: Options, settings: Settings) -> bool:
+    """Whether a page is to be rendered in a browser (if it turns out to be HTML): its
+    ``render`` rule says so, or none does and the crawl is a ``--browser`` crawl."""
+    return settings.render == "browser" or (settings.render is None and options.browser)

@@ -22,6 +22,9 @@ class Fetched:
     payload: tuple[int, str, str, str] | None = None  # (crawl, digest, url, date): first copy
     discover: Discover | None = None
     host_ok: str | None = None  # a host that had errors answered: its backoff is over
+    # First copies of the payloads a browser page's sub-requests archived: (crawl, digest,
+    # url, date) like *payload*.
+    subpayloads: tuple[tuple[int, str, str, str], ...] = ()
 
     def wire(self) -> tuple[str, Any]:
         """As a remote pipeline sends it (crawl/remote.py decodes and checks it)."""
@@ -33,6 +36,8 @@ class Fetched:
             "payload": self.payload,
             "host_ok": self.host_ok,
         }
+        if self.subpayloads:
+            body["subpayloads"] = [list(p) for p in self.subpayloads]
         if self.discover is not None:
             found = [dataclasses.asdict(f) for f in self.discover.found]
             body["discover"] = {
@@ -52,6 +57,8 @@ class Fetched:
             tables.block(*self.block)
         if self.payload is not None:
             tables.add_payload(*self.payload)
+        for payload in self.subpayloads:
+            tables.add_payload(*payload)
         if self.discover is not None:
             self.discover.apply(store, now, task)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from trawl.crawl import urls
-from trawl.crawl.options import Options
+from trawl.crawl.options import Options, wants_browser
 from trawl.crawl.robots import Robots
 from trawl.crawl.rules import Ruleset, Settings, from_json
 from trawl.store.crawls import CrawlRow, CrawlTables
@@ -25,6 +25,7 @@ HOLD = 1.0  # a start at most this far off is waited for in the task; later ones
 SLOT_MARGIN = 15.0  # a slot outlives the request timeout by this much at most
 BUSY_RETRY = 0.25  # a host or crawl at its concurrency is tried again after about this
 PAUSED_RETRY = 5.0  # a crawl with concurrency 0
+NO_BROWSER_RETRY = 5.0  # a page for a browser, planned for a fetcher without one
 # Starts are planned here but seen by the server a moment later, a new connection's a bit
 # later than a kept-alive one's; a little slack keeps the spacing the server sees >= delay.
 SLACK = 0.02
@@ -62,17 +63,29 @@ class Gate:
         item_id: str,
         attempt: int,
         finished: list[tuple[str, int]],
+        browser: bool = True,
     ) -> Plan:
         """Plan the attempt; first free the slots of *finished* requests (item, attempt):
-        a request's slots go as soon as it is done, not when its job commits."""
+        a request's slots go as soon as it is done, not when its job commits. A fetcher
+        without a *browser* (a remote pipeline that said none) gets no page that wants
+        one: it is deferred, for a fetcher with a browser to take."""
         tables = store.crawls
         with store.write():
             for done_item, done_attempt in finished:
                 tables.release(done_item, done_attempt)
-            return self._begin(tables, store.clock(), crawl_id, url, item_id, attempt)
+            at = (crawl_id, url, item_id, attempt)
+            return self._begin(tables, store.clock(), *at, browser=browser)
 
     def _begin(
-        self, t: CrawlTables, now: float, crawl_id: int, url: str, item_id: str, attempt: int
+        self,
+        t: CrawlTables,
+        now: float,
+        crawl_id: int,
+        url: str,
+        item_id: str,
+        attempt: int,
+        *,
+        browser: bool = True,
     ) -> Plan:
         crawl = t.get(crawl_id)
         if crawl is None:
@@ -86,6 +99,8 @@ class Gate:
         if settings.skip:
             return _with(base, reason=f"rule:{ruleset.version}")
         options = Options.from_json(crawl.options)
+        if not browser and wants_browser(options, settings):
+            return _defer(_with(base, options=options), now + NO_BROWSER_RETRY)
         host = urls.host(url)
         delay, action = options.delay, "fetch"
         if options.robots:
@@ -196,6 +211,21 @@ def host_failed(store: Store, host: str, grace: float) -> float | None:
             until = now + min(HOST_BACKOFF_MAX, HOST_BACKOFF * 2.0 ** (errors - 1))
             tables.block(host, until)
     return until
+
+
+def pace_host(store: Store, host: str, delay: float) -> float | None:
+    """Reserve the next start on *host* for a browser page's sub-request, *delay* after
+    the one before (pages and sub-requests share the host's spacing); ``None`` while the
+    host is blocked. Sub-requests take no slot: the page they belong to holds one."""
+    tables = store.crawls
+    with store.write():
+        now = store.clock()
+        next_at, blocked, _ = tables.host(host)
+        if blocked is not None and blocked > now:
+            return None
+        start = max(now, next_at)
+        tables.set_next(host, start + delay + min(SLACK, delay / 10))
+    return start
 
 
 def block_host(store: Store, host: str, until: float) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Protocol
 
-from trawl.crawl.politeness import Gate, Plan, block_host, host_failed, store_robots
+from trawl.crawl.politeness import Gate, Plan, block_host, host_failed, pace_host, store_robots
 from trawl.crawl.robots import Robots
 from trawl.runtime.context import Context
 
@@ -32,6 +32,9 @@ class Port(Protocol):
 
     async def payloads(self, ctx: Context, crawl_id: int) -> dict[str, tuple[str, str]]:
         """The crawl's archived payloads: digest -> (url, date) of the first copy."""
+
+    async def pace(self, ctx: Context, host: str, delay: float) -> float | None:
+        """When a browser's sub-request to *host* may start (None: the host is blocked)."""
 
     def local_time(self, moment: float) -> float:
         """*moment* of the permit's clock on this machine's clock."""
@@ -79,6 +82,9 @@ class LocalPort:
 
     async def payloads(self, ctx: Context, crawl_id: int) -> dict[str, tuple[str, str]]:
         return await ctx.with_store(lambda store: store.crawls.payloads(crawl_id))
+
+    async def pace(self, ctx: Context, host: str, delay: float) -> float | None:
+        return await ctx.with_store(partial(pace_host, host=host, delay=delay))
 
     def local_time(self, moment: float) -> float:
         return moment

@@ -99,6 +99,11 @@ class RemotePort:
         reply = await self.connection.request("crawl.payloads", request, wire.PayloadsReply)
         return reply.payloads
 
+    async def pace(self, ctx: Context, host: str, delay: float) -> float | None:
+        request = wire.PaceRequest(host=host, delay=delay)
+        reply = await self.connection.request("crawl.pace", request, wire.PaceReply)
+        return reply.start
+
     def local_time(self, moment: float) -> float:
         return moment - self.connection.offset
 
@@ -137,6 +142,11 @@ class Record(msgspec.Struct, forbid_unknown_fields=True):
     warc_file: Short | None
     warc_offset: int | None
     warc_length: int | None
+    subrequests: int | None = None
+    screenshot_file: Short | None = None
+    screenshot_offset: int | None = None
+    screenshot_length: int | None = None
+    script_result: Annotated[str, msgspec.Meta(max_length=100_000)] | None = None
 
 
 class FoundLink(msgspec.Struct, forbid_unknown_fields=True):
@@ -160,6 +170,9 @@ class FetchedBody(msgspec.Struct, forbid_unknown_fields=True):
     payload: tuple[int, str, str, str] | None = None
     discover: Discovered | None = None
     host_ok: str | None = None
+    subpayloads: Annotated[
+        list[tuple[int, Short, Short, Short]], msgspec.Meta(max_length=10_000)
+    ] = []
 
 
 class SkippedBody(msgspec.Struct, forbid_unknown_fields=True):
@@ -205,6 +218,8 @@ def decode_fetched(body: Any, attempt: wire.Attempt) -> Fetched:
         discover = Discover(crawl_id=crawl_id, parent=got.discover.parent, found=found)
     if got.payload is not None and got.payload[0] != crawl_id:
         raise InvalidInput("a payload of another crawl")
+    if any(p[0] != crawl_id for p in got.subpayloads):
+        raise InvalidInput("a sub-request's payload of another crawl")
     return Fetched(
         item_id=got.item_id,
         attempt=got.attempt,
@@ -213,6 +228,7 @@ def decode_fetched(body: Any, attempt: wire.Attempt) -> Fetched:
         payload=got.payload,
         discover=discover,
         host_ok=got.host_ok,
+        subpayloads=tuple(got.subpayloads),
     )
 
 

@@ -1,9 +1,12 @@
 """Crawl rules: ordered (kind, regex, value) entries; the last matching rule wins per setting.
 
 Kinds: ``accept`` (whether a discovered URL is added), ``skip`` (``--reject``: the page is
-marked skipped instead of fetched), ``user_agent``, ``header`` (``Name: value``, per name)
-and ``hook`` (``module:function`` called as ``fn(url, settings)``, returning new settings or
-``None``). Rulesets are versioned: every edit stores a new version, and each fetch attempt
+marked skipped instead of fetched), ``user_agent``, ``header`` (``Name: value``, per name),
+``cookie`` (``name=value``, per name), ``preset`` (a persona: user agent and viewport),
+``render`` (``browser`` or ``plain``), ``custom_js`` (a script run in the page after it
+loads, stored as its text so every worker runs the same one) and ``hook``
+(``module:function`` called as ``fn(url, settings)``, returning new settings or ``None``).
+Rulesets are versioned: every edit stores a new version, and each fetch attempt
 records the version it ran under.
 """
 
@@ -17,10 +20,23 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+from trawl.crawl import personas
 from trawl.engine.usercode import bounded
 from trawl.model.errors import InvalidInput
 
-KINDS = ("accept", "skip", "user_agent", "header", "hook")
+KINDS = (
+    "accept",
+    "skip",
+    "user_agent",
+    "header",
+    "cookie",
+    "preset",
+    "render",
+    "custom_js",
+    "hook",
+)
+RENDERS = ("browser", "plain")
+MAX_SCRIPT = 100_000  # characters of a custom script (it is stored with every ruleset)
 DEFAULT_USER_AGENT = "trawl/0.1 (+https://github.com/trawl; archiving crawler)"
 
 
@@ -42,6 +58,10 @@ class Settings:
     skip: bool = False
     user_agent: str = DEFAULT_USER_AGENT
     headers: dict[str, str] = field(default_factory=dict)
+    cookies: dict[str, str] = field(default_factory=dict)
+    preset: str | None = None  # a persona's name (crawl/personas.py)
+    render: str | None = None  # "browser" or "plain"; None: the crawl's --browser says
+    custom_js: str | None = None  # run in the page after it loads (browser pages only)
 
 
 def make_rule(kind: str, match: str, value: Any = True) -> Rule:
@@ -58,7 +78,24 @@ def make_rule(kind: str, match: str, value: Any = True) -> Rule:
         raise InvalidInput(f"a hook rule's value is 'module:function', not {value!r}")
     if kind in ("accept", "skip") and not isinstance(value, bool):
         raise InvalidInput(f"an {kind} rule's value is true or false, not {value!r}")
+    _check_browser_rule(kind, value)
     return Rule(kind=kind, match=match, value=value)
+
+
+def _check_browser_rule(kind: str, value: Any) -> None:
+    if kind == "cookie" and (not isinstance(value, str) or "=" not in value.strip("= ")):
+        raise InvalidInput(f"a cookie rule's value is 'name=value', not {value!r}")
+    if kind == "preset":
+        personas.preset(str(value))  # names the presets there are when it is unknown
+    if kind == "render" and value not in RENDERS:
+        raise InvalidInput(f"a render rule's value is one of {', '.join(RENDERS)}, not {value!r}")
+    if kind == "custom_js":
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInput("a custom_js rule's value is a script's text, and it is empty")
+        if len(value) > MAX_SCRIPT:
+            raise InvalidInput(
+                f"a custom script of {len(value)} characters is longer than {MAX_SCRIPT}"
+            )
 
 
 def from_json(rules: Sequence[dict[str, Any]]) -> tuple[Rule, ...]:
@@ -75,24 +112,16 @@ class Ruleset:
 
     def settings(self, url: str) -> Settings:
         """Apply every matching rule in order; the last one wins per setting."""
-        accept, skip, agent = False, False, DEFAULT_USER_AGENT
-        headers: dict[str, str] = {}
+        found: dict[str, Any] = {"headers": {}, "cookies": {}}
         hooks: list[str] = []
         for pattern, rule in self._compiled:
             if not pattern.search(url):
                 continue
-            if rule.kind == "accept":
-                accept = bool(rule.value)
-            elif rule.kind == "skip":
-                skip = bool(rule.value)
-            elif rule.kind == "user_agent":
-                agent = str(rule.value)
-            elif rule.kind == "header":
-                name, _, value = str(rule.value).partition(":")
-                headers[name.strip()] = value.strip()
-            else:
+            if rule.kind == "hook":
                 hooks.append(str(rule.value))
-        settings = Settings(accept=accept, skip=skip, user_agent=agent, headers=headers)
+            else:
+                _apply(found, rule)
+        settings = Settings(**found)
         for hook in hooks:
             settings = _run_hook(hook, url, settings)
         return settings
@@ -111,6 +140,23 @@ class Ruleset:
             if rule.kind == kind and pattern.search(url):
                 value = bool(rule.value)
         return value
+
+
+def _apply(found: dict[str, Any], rule: Rule) -> None:
+    """One matching rule's say, over what earlier rules said."""
+    if rule.kind in ("accept", "skip"):
+        found[rule.kind] = bool(rule.value)
+    elif rule.kind == "header":
+        name, _, value = str(rule.value).partition(":")
+        found["headers"][name.strip()] = value.strip()
+    elif rule.kind == "cookie":
+        name, _, value = str(rule.value).partition("=")
+        found["cookies"][name.strip()] = value.strip()
+    elif rule.kind == "preset":
+        # A preset is a user agent too: the later of a preset and a user_agent rule wins.
+        found["preset"], found["user_agent"] = rule.value, personas.preset(rule.value).user_agent
+    else:  # user_agent, render, custom_js
+        found[rule.kind] = str(rule.value)
 
 
 def _run_hook(spec: str, url: str, settings: Settings) -> Settings:

@@ -1,5 +1,6 @@
-"""What a worker process keeps between fetches: the HTTP connection pool, the open WARC
-files, the digests of payloads already archived, and the politeness gate's caches."""
+"""What a worker process keeps between fetches: the HTTP connection pool, the browser, the
+open WARC files, the digests of payloads already archived, and the politeness gate's
+caches."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from typing import Any
 import aiohttp
 
 from trawl.crawl import client
+from trawl.crawl.browser import chromium
+from trawl.crawl.browser.pool import Browsers
 from trawl.crawl.client import Response
 from trawl.crawl.options import Options
 from trawl.crawl.politeness import Gate
@@ -36,6 +39,7 @@ class ProcessState:
         # pipeline (the crawl's own path is on the tracker's machine).
         self.warc_dir, self.warc_suffix = warc_dir, ""
         self._client: aiohttp.ClientSession | None = None
+        self.browsers = Browsers()  # starts Chromium only when a page is rendered
         self._warcs: dict[int, tuple[WarcFiles, threading.Lock]] = {}
         self._payloads: dict[int, dict[str, tuple[str, str]]] = {}
         self.blocked: dict[str, float] = {}  # host -> until: 429s this process has seen
@@ -78,6 +82,22 @@ class ProcessState:
 
         return await asyncio.to_thread(write)
 
+    async def archive_resource(
+        self, crawl: CrawlRow, url: str, content_type: str, data: bytes, date: str
+    ) -> Written:
+        """Write a ``resource`` record (a page's screenshot) to the crawl's WARC."""
+        files, lock = self._warc(crawl)
+        durable = Options.from_json(crawl.options).warc_sync
+
+        def write() -> Written:
+            with lock:
+                written = files.write_resource(url, content_type, data, date)
+            if durable:
+                files.sync(written)
+            return written
+
+        return await asyncio.to_thread(write)
+
     def _warc(self, crawl: CrawlRow) -> tuple[WarcFiles, threading.Lock]:
         found = self._warcs.get(crawl.id)
         if found is None:
@@ -100,6 +120,7 @@ class ProcessState:
         return os.path.join(self.warc_dir, f"{stem}{self.warc_suffix}.warc.gz")
 
     async def close(self) -> None:
+        await self.browsers.close()
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -133,6 +154,8 @@ def remote_crawling(remote: Remote, warc_dir: str) -> None:
     pipeline's id in their names (``crawl-7-scraper-eu.warc.gz``)."""
     os.makedirs(warc_dir, exist_ok=True)
     remote.disk_path = warc_dir  # its pings report the disk the WARC files fill
+    if chromium.available():  # browser pages are routed to it only if it can render them
+        remote.capabilities.append(chromium.BROWSER)
 
     def make() -> ProcessState:
         state = ProcessState(port=RemotePort(remote.connection), warc_dir=warc_dir)

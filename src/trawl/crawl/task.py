@@ -11,7 +11,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from trawl.crawl import client, extract, urls
+from trawl.crawl import client, extract, rendering, urls
+from trawl.crawl.blocks import block_of
+from trawl.crawl.browser.capture import RenderFailed
+from trawl.crawl.browser.chromium import BrowserUnavailable
 from trawl.crawl.client import FetchError, Response
 from trawl.crawl.frontier import Discover, Found
 from trawl.crawl.options import Options
@@ -27,10 +30,6 @@ from trawl.crawl.state import ProcessState, runtime
 from trawl.model.errors import NotFound
 from trawl.runtime.context import Context
 from trawl.store.crawls import CrawlRow
-
-RETRY_AFTER_DEFAULT = 10.0  # a 429 that does not say how long
-RETRY_AFTER_MAX = 3600.0
-HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 
 class RetryableHTTP(Exception):
@@ -134,7 +133,7 @@ async def _fetch(
     r = _ready(plan)
     started = time.time()
     record = _record(ctx, plan, crawl_id, url, started)
-    headers = {"User-Agent": r.settings.user_agent, **r.settings.headers}
+    headers = {"User-Agent": r.settings.user_agent, **_cookie(r.settings), **r.settings.headers}
     ctx.allow_failure()  # a failed attempt still records itself and frees its slots
     try:
         resp = await client.fetch(
@@ -172,7 +171,11 @@ async def _handle(
     # heartbeats and signals go on while a large page is read.
     chain = int(ctx.data.get("redirects", 0)) + 1 if 300 <= resp.status < 400 else 0
     too_long = chain > r.options.max_redirects
-    found, cut = await asyncio.to_thread(_found, plan, url, resp, r.options.max_links, chain)
+    browser = None
+    if not too_long and rendering.renders(r.options, r.settings, resp):
+        browser = await _render(ctx, rt, r, url, resp, record)
+    links = browser.links if browser is not None else None
+    found, cut = await asyncio.to_thread(_found, plan, url, resp, r.options.max_links, chain, links)
     if too_long:
         found = []  # the chain ends here
         record["error"] = (
@@ -190,13 +193,15 @@ async def _handle(
         "digest": resp.exchange.digest,
         "outcome": "failed" if too_long else _outcome(resp.status),
     }
+    if browser is not None:  # its time is the fetch and the render together
+        record |= browser.record | {"elapsed": time.time() - record["started_at"]}
     if r.options.warc:
         written, first = await rt.archive(ctx, r.crawl, resp, [f.url for f in found])
         record |= {"warc_file": written.file, "warc_offset": written.offset}
         record["warc_length"] = written.length
         if first:
             payload = (crawl_id, resp.exchange.digest, url, resp.exchange.date)
-    block = _block(resp, urls.host(url))
+    block = block_of(resp, urls.host(url))
     if block is not None:  # at once, not at commit: requests already planned must not go
         rt.blocked[block[0]] = block[1]
         await rt.port.block(ctx, *block)
@@ -214,6 +219,7 @@ async def _handle(
             payload=payload,
             discover=discover,
             host_ok=urls.host(url) if plan.host_errors and resp.status < 500 else None,
+            subpayloads=tuple(browser.payloads) if browser is not None else (),
         )
     )
     if too_long:
@@ -222,6 +228,32 @@ async def _handle(
         return None
     _raise_for(resp)
     return {"status": resp.status, "size": resp.size, "links": len(found)}
+
+
+async def _render(
+    ctx: Context, rt: ProcessState, r: _Ready, url: str, resp: Response, record: dict[str, Any]
+) -> rendering.BrowserPage:
+    """Render the page; a page that cannot be captured fails this attempt (it is retried),
+    recorded with the document's status."""
+    try:
+        return await rendering.render_page(ctx, rt, r.crawl, r.settings, url, resp)
+    except (RenderFailed, BrowserUnavailable) as error:
+        record |= {
+            "status_code": resp.status,
+            "content_type": resp.content_type or None,
+            "size": resp.size,
+            "elapsed": time.time() - record["started_at"],
+            "outcome": "retry",
+            "error": f"browser: {error}",
+        }
+        ctx.custom(Fetched(item_id=ctx.id, attempt=ctx.attempt, record=record))
+        raise
+
+
+def _cookie(settings: Settings) -> dict[str, str]:
+    if not settings.cookies:
+        return {}
+    return {"Cookie": "; ".join(f"{k}={v}" for k, v in settings.cookies.items())}
 
 
 @dataclass(frozen=True, slots=True)
@@ -272,16 +304,22 @@ def _record(ctx: Context, plan: Plan, crawl_id: int, url: str, started: float) -
 
 
 def _found(
-    plan: Plan, url: str, resp: Response, max_links: int, chain: int
+    plan: Plan,
+    url: str,
+    resp: Response,
+    max_links: int,
+    chain: int,
+    rendered: extract.Links | None = None,
 ) -> tuple[list[Found], str | None]:
-    """The links to discover, and why the page's links were cut short (if they were)."""
+    """The links to discover (*rendered*: those of the page's DOM in a browser), and why
+    the page's links were cut short (if they were)."""
     assert plan.ruleset is not None
     cut = None
     if 300 <= resp.status < 400:
         target = urls.canonical(resp.header("location") or "", url)
         raw, hops = ([target] if target else []), 0
     elif 200 <= resp.status < 300 and not resp.truncated:
-        links = _links(url, resp, max_links)
+        links = rendered if rendered is not None else _links(url, resp, max_links)
         raw, hops, cut = links.urls, 1, links.cut
     else:
         return [], None
@@ -296,7 +334,7 @@ def _found(
 
 def _links(url: str, resp: Response, max_links: int) -> extract.Links:
     kind = resp.content_type
-    if kind in HTML_TYPES:
+    if kind in extract.HTML_TYPES:
         return extract.html_links(resp.text().encode(), url, max_links=max_links)
     if kind == "text/css":
         return extract.css_links(resp.text(), url, max_links=max_links)
@@ -307,30 +345,6 @@ def _outcome(status: int) -> str:
     if status == 429 or status >= 500:
         return "retry"
     return "not-found" if 400 <= status < 500 else "done"
-
-
-def _block(resp: Response, host: str) -> tuple[str, float] | None:
-    """A 429, or a 503 that says when to come back, holds off the whole host."""
-    asked = resp.header("retry-after")
-    if resp.status == 429 or (resp.status == 503 and asked):
-        return host, time.time() + retry_after(asked)
-    return None
-
-
-def retry_after(value: str | None) -> float:
-    """Seconds a Retry-After header asks for (a number or an HTTP date), capped."""
-    if not value:
-        return RETRY_AFTER_DEFAULT
-    try:
-        seconds = float(value.strip())
-    except ValueError:
-        from email.utils import parsedate_to_datetime
-
-        try:
-            seconds = parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError):
-            return RETRY_AFTER_DEFAULT
-    return max(0.0, min(RETRY_AFTER_MAX, seconds))
 
 
 def _raise_for(resp: Response) -> None:

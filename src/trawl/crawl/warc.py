@@ -44,6 +44,7 @@ class Exchange:
     digest: str  # of the payload: sha1:BASE32
     date: str  # WARC-Date of the exchange
     ip: str | None = None
+    request_body: bytes = b""  # what a POST (from a browser page) sent
 
 
 def digest_of(sha1: hashlib._Hash) -> str:
@@ -123,12 +124,37 @@ class WarcFiles:
             file.abandon()
             self._file, self._writer = None, None
 
+    def write_resource(self, url: str, content_type: str, data: bytes, date: str) -> Written:
+        """A ``resource`` record (a page's screenshot) for *url*, as one unit like
+        :meth:`write`."""
+        writer, file = self._open()
+        offset = file.tell()
+        try:
+            record = writer.create_warc_record(
+                url,
+                "resource",
+                payload=_Bytes(data),
+                length=len(data),
+                warc_content_type=content_type,
+                warc_headers_dict={"WARC-Date": date},
+            )
+            writer.write_record(record)
+            file.flush()
+        except BaseException:
+            self._cut(file, offset)
+            raise
+        length = file.tell() - offset
+        self._end = file.tell()
+        written = Written(file=self.name, offset=offset, length=length, revisit=False)
+        self._rotate(file)
+        return written
+
     @staticmethod
     def _request(writer: WARCWriter, exchange: Exchange, response: Any) -> Any:
         request = writer.create_warc_record(
             exchange.url,
             "request",
-            payload=_Empty(),
+            payload=_Bytes(exchange.request_body),
             http_headers=StatusAndHeaders(
                 exchange.request_line, exchange.request_headers, is_http_request=True
             ),
@@ -274,11 +300,6 @@ def _sync_directory(path: Path) -> None:
 
 def _record_id(record: Any) -> str:
     return str(record.rec_headers.get_header("WARC-Record-ID"))
-
-
-class _Empty:
-    def read(self, size: int = -1) -> bytes:
-        return b""
 
 
 class _Bytes:

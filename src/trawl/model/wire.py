@@ -79,6 +79,9 @@ class Hello(Struct):
     owner: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]  # host:pid:random
     tasks: list[TaskSpec] = []
     client: Annotated[str, msgspec.Meta(max_length=200)] = ""  # e.g. "trawl 0.1.0"
+    # What it can do beyond running its tasks: "browser" (it renders crawl pages in
+    # Chromium; browser pages are routed only to pipelines that say so).
+    capabilities: Annotated[list[Name], msgspec.Meta(max_length=20)] = []
 
 
 class Welcome(Struct):
@@ -421,6 +424,18 @@ class HostFailedReply(Struct):
     until: float | None  # the page waits until then without spending a try; null: it counts
 
 
+class PaceRequest(Struct):
+    """``crawl.pace``: a start on *host* for a browser page's sub-request, *delay* after
+    the host's last one."""
+
+    host: Name
+    delay: Seconds
+
+
+class PaceReply(Struct):
+    start: float | None  # the tracker's clock; null: the host is blocked
+
+
 class PayloadsRequest(Struct):
     """``crawl.payloads``: the crawl's archived payloads, for revisit records."""
 
@@ -445,6 +460,7 @@ REQUESTS: dict[str, tuple[type[Struct], Any]] = {
     "crawl.block": (BlockRequest, Any),
     "crawl.host_failed": (HostFailedRequest, HostFailedReply),
     "crawl.payloads": (PayloadsRequest, PayloadsReply),
+    "crawl.pace": (PaceRequest, PaceReply),
 }
 
 ADVISORIES: dict[str, Any] = {

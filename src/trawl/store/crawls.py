@@ -116,10 +116,16 @@ _NICE = q(
 _INSERT_ATTEMPT = q(
     "INSERT INTO crawl_attempts (crawl_id, url, attempt, ruleset, host, started_at, elapsed,"
     " outcome, status_code, location, content_type, size, outlinks, outlinks_cut, error,"
-    " digest, warc_file, warc_offset, warc_length) VALUES (:crawl_id, :url, :attempt,"
+    " digest, warc_file, warc_offset, warc_length, subrequests, screenshot_file,"
+    " screenshot_offset, screenshot_length, script_result) VALUES (:crawl_id, :url, :attempt,"
     " :ruleset, :host, :started_at, :elapsed, :outcome, :status_code, :location,"
     " :content_type, :size, :outlinks, :outlinks_cut, :error, :digest, :warc_file,"
-    " :warc_offset, :warc_length)"
+    " :warc_offset, :warc_length, :subrequests, :screenshot_file, :screenshot_offset,"
+    " :screenshot_length, :script_result)"
+)
+# What an attempt not rendered in a browser records of it: nothing.
+_BROWSER_FIELDS = dict.fromkeys(
+    ("subrequests", "screenshot_file", "screenshot_offset", "screenshot_length", "script_result")
 )
 _INSERT_PAYLOAD = q(
     "INSERT INTO crawl_payloads (crawl_id, digest, url, date) VALUES (:crawl, :digest, :url,"
@@ -198,8 +204,8 @@ _PAGES = q(
 _ATTEMPTS = q(
     "SELECT url, attempt, ruleset, host, started_at, elapsed, outcome, status_code, location,"
     " content_type, size, outlinks, outlinks_cut, error, digest, warc_file, warc_offset,"
-    " warc_length"
-    " FROM crawl_attempts WHERE crawl_id = :crawl ORDER BY id"
+    " warc_length, subrequests, screenshot_file, screenshot_offset, screenshot_length,"
+    " script_result FROM crawl_attempts WHERE crawl_id = :crawl ORDER BY id"
 )
 
 
@@ -350,7 +356,7 @@ class CrawlTables:
     # -- attempts and payloads ------------------------------------------------------------
 
     def add_attempt(self, row: dict[str, Any]) -> None:
-        self.db.execute(_INSERT_ATTEMPT, row)
+        self.db.execute(_INSERT_ATTEMPT, _BROWSER_FIELDS | row)
 
     def add_page_items(self, items: Sequence[NewItem], now: float, creator: str | None) -> None:
         """Create the items of new pages (their jobs and journal rows with them); ids

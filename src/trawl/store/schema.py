@@ -309,6 +309,13 @@ crawl_attempts = sa.Table(
     sa.Column("warc_file", sa.Text(), nullable=True),
     sa.Column("warc_offset", sa.BigInteger(), nullable=True),
     sa.Column("warc_length", sa.BigInteger(), nullable=True),
+    # A page rendered in a browser: the requests it made (null: not rendered), where its
+    # screenshot's WARC record is, and its custom script's result (JSON).
+    sa.Column("subrequests", sa.Integer(), nullable=True),
+    sa.Column("screenshot_file", sa.Text(), nullable=True),
+    sa.Column("screenshot_offset", sa.BigInteger(), nullable=True),
+    sa.Column("screenshot_length", sa.BigInteger(), nullable=True),
+    sa.Column("script_result", sa.Text(), nullable=True),
     sa.Index("crawl_attempts_url", "crawl_id", "url"),
     sa.Index("crawl_attempts_time", "crawl_id", "started_at"),
 )

@@ -110,9 +110,11 @@ class RemoteBackend:
         slots: int,
         disk_path: str = ".",
         on_advisory: Callable[[str, Any], None] = lambda kind, payload: None,
+        capabilities: Sequence[str] = (),
     ) -> None:
         self.url, self.pipeline, self._token, self.owner = url, pipeline, token, owner
         self.slots, self.disk_path = slots, disk_path
+        self.capabilities = list(capabilities)  # said in the hello (e.g. "browser")
         self._on_advisory = on_advisory
         self._wake: Callable[[], None] = lambda: None
         self.in_use: Callable[[], int] = lambda: 0  # slots busy, for pings
@@ -137,6 +139,7 @@ class RemoteBackend:
             owner=self.owner,
             client=client_version(),
             tasks=[_task_spec(d, g) for d, g in zip(defs.values(), gates, strict=True)],
+            capabilities=self.capabilities,
         )
         welcome = await self.connection.start()
         self._welcomed(welcome, defs)

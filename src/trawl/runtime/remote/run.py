@@ -23,6 +23,7 @@ class Remote:
         self.server, self.pipeline, self.token, self.disk_path = server, pipeline, token, disk_path
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self.stopped_by: str | None = None
+        self.capabilities: list[str] = []  # what its hello says it can do beyond its tasks
         self._worker: Worker | None = None
         self._backend: RemoteBackend | None = None
 
@@ -35,6 +36,7 @@ class Remote:
             slots=slots,
             disk_path=self.disk_path,
             on_advisory=self._advised,
+            capabilities=self.capabilities,
         )
         return self._backend
 

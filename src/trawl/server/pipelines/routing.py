@@ -4,6 +4,8 @@ untagged work goes to the pipelines that are not match-only."""
 
 from __future__ import annotations
 
+from trawl.crawl.browser.chromium import BROWSER
+from trawl.crawl.options import Options
 from trawl.engine.claim import TaskGate
 from trawl.model import wire
 from trawl.model.limits import Limit
@@ -27,6 +29,7 @@ class Routing:
         self.slots = min(hello.slots, row.slots)
         self.draining = row.draining
         self.tags, self.match_only = row.tags, row.match_only
+        self.browser = BROWSER in hello.capabilities  # it renders pages in Chromium
         self.pinned, self.lock = row.crawl, row.crawl_lock
         # slots held for the pinned crawl (the rest are routed as usual); all of them if
         # the pin names no number
@@ -56,6 +59,8 @@ class Routing:
     def _takes(self, crawl: CrawlRow) -> bool:
         if self.pinned is not None and self.pinned_slots >= self.slots:
             return False  # every slot is the pinned crawl's
+        if Options.from_json(crawl.options).browser and not self.browser:
+            return False  # a --browser crawl's pages go only to pipelines with a browser
         return eligible(crawl.tag, self.tags, self.match_only)
 
 

@@ -20,9 +20,10 @@ from typing import Any, ClassVar, TypeVar
 import msgspec
 
 from trawl.crawl import operations
-from trawl.crawl.politeness import Gate, block_host, host_failed, store_robots
+from trawl.crawl.blocks import RETRY_AFTER_MAX
+from trawl.crawl.browser.chromium import BROWSER
+from trawl.crawl.politeness import Gate, block_host, host_failed, pace_host, store_robots
 from trawl.crawl.remote import plan_to_wire
-from trawl.crawl.task import RETRY_AFTER_MAX
 from trawl.crawl.urls import page_id
 from trawl.engine import claim as engine_claim
 from trawl.live import Conversation, Session, action, daemon
@@ -43,6 +44,7 @@ T = TypeVar("T")
 WATCH_EVERY = 10.0  # seconds between re-reads of the pipeline's row (revoked? re-routed?)
 SERVICE = "pipeline/{}"  # the registry name a pipeline's session offers
 EVERY = "pipelines"  # and the name every pipeline's session offers
+MAX_PACE = 60.0  # the longest spacing a pipeline may ask between a host's sub-requests
 
 
 class PipelineSession(Session):
@@ -294,6 +296,15 @@ class PipelineSession(Session):
 
         await self._answer(conv, failed)
 
+    @action("crawl.pace", client=True, concurrent=True)
+    async def crawl_pace(self, request: wire.PaceRequest, conv: Conversation) -> None:
+        async def pace() -> wire.PaceReply:
+            delay = min(request.delay, MAX_PACE)  # a pipeline cannot stall a host for all
+            start = await self.stores.run(lambda s: pace_host(s, request.host, delay))
+            return wire.PaceReply(start=start)
+
+        await self._answer(conv, pace)
+
     @action("crawl.payloads", client=True, concurrent=True)
     async def crawl_payloads(self, request: wire.PayloadsRequest, conv: Conversation) -> None:
         async def payloads() -> wire.PayloadsReply:
@@ -317,6 +328,7 @@ class PipelineSession(Session):
                 item_id=request.item_id,
                 attempt=request.attempt,
                 finished=list(request.finished),
+                browser=BROWSER in self.spec.capabilities,
             )
 
         return plan_to_wire(await self.stores.run(begin))
