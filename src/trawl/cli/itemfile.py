@@ -39,7 +39,8 @@ def parse_line(raw: bytes, defaults: Defaults) -> NewItem:
         value = _decoder.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError) as error:
         raise InvalidInput(f"not valid JSON: {error}") from None
-    return item_from_json(value, defaults)
+    # JSON text cannot hold a raw NUL: only the escape puts one in a string.
+    return item_from_json(value, defaults, nul_free=b"\\u0000" not in raw)
 
 
 def scan(lines: Iterable[bytes], defaults: Defaults) -> Iterator[NewItem | BadLine]:
