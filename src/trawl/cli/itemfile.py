@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sys
 import tempfile
@@ -69,11 +70,19 @@ def batches(items: Iterable[NewItem], size: int) -> Iterator[list[NewItem]]:
         yield batch
 
 
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A file's lines, readable more than once, and its size in bytes."""
+
+    lines: Lines
+    size: int
+
+
 @contextlib.contextmanager
-def line_source(path: str) -> Iterator[Lines]:
-    """A way to read the lines of *path* more than once; ``-`` is stdin, kept in a temp file."""
+def line_source(path: str) -> Iterator[Source]:
+    """The lines of *path*; ``-`` is stdin, kept in a temp file to be read again."""
     if path != "-":
-        yield lambda: _file_lines(path)
+        yield Source(lambda: _file_lines(path), os.path.getsize(path))
         return
     with tempfile.TemporaryFile() as spool:
         shutil.copyfileobj(sys.stdin.buffer, spool)
@@ -82,7 +91,7 @@ def line_source(path: str) -> Iterator[Lines]:
             spool.seek(0)
             yield from spool
 
-        yield again
+        yield Source(again, spool.tell())
 
 
 def _file_lines(path: str) -> Iterator[bytes]:
