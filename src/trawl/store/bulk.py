@@ -51,7 +51,10 @@ _ITEM_SQLITE = q(
     " VALUES (:id, :data, :by, :now, :now)"
 )
 _ALIAS_SQLITE = q("INSERT INTO aliases (alias, item_id) VALUES (:id, :id)")
-_TAG_SQLITE = q("INSERT INTO tags (item_id, name, value) VALUES (:id, :name, :value)")
+# A tag named twice on one item: the first is kept (as the other inserts keep the first).
+_TAG_SQLITE = q(
+    "INSERT INTO tags (item_id, name, value) VALUES (:id, :name, :value) ON CONFLICT DO NOTHING"
+)
 
 # -- PostgreSQL: typed arrays, unnested server-side ---------------------------------------
 # An id that is already another item's alias gets an items row but no alias row: the
@@ -73,7 +76,7 @@ _CREATE_POSTGRES = q(
 _TAGS_POSTGRES = q(
     "INSERT INTO tags (item_id, name, value)"
     " SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:names AS text[]),"
-    " CAST(:tag_values AS text[]))"
+    " CAST(:tag_values AS text[])) ON CONFLICT DO NOTHING"
 )
 _DROP = q("DELETE FROM items WHERE id = ANY(CAST(:ids AS text[]))")
 
