@@ -14,6 +14,7 @@ from harness.progress import say
 from harness.rows import Row, set_best_peer
 from harness.workloads import (
     api,
+    bulk,
     claim,
     compare,
     enqueue,
@@ -26,7 +27,7 @@ from harness.workloads import (
 )
 
 WORKLOADS = (
-    "enqueue", "api", "live", "pipelines", "claim", "scheduling", "policies", "process",
+    "enqueue", "bulk", "api", "live", "pipelines", "claim", "scheduling", "policies", "process",
     "compare",
 )  # fmt: skip
 BACKENDS = ("sqlite", "sqlite-full", "postgresql")
@@ -105,6 +106,7 @@ def _run_all(
     errors: list[str] = []
     steps: list[tuple[str, Callable[[Plan, backends.Backend], list[Row]]]] = [
         ("enqueue", enqueue.run),
+        ("bulk", bulk.run),
         ("api", api.run),
         ("live", live.run),
         ("pipelines", pipelines.run),

@@ -17,6 +17,9 @@ class Plan:
     raw_batch: int = 100  # rows per claim and per complete in the raw-SQL baseline
     enqueue_batch: int  # items in one bulk add
     enqueue_single: int  # items added one call (one transaction) each
+    # ``enqueue batch`` at scale (workloads/bulk.py): items in one file; None: not run.
+    enqueue_large: int | None = None
+    large_runs: int = 1  # a run of it takes minutes: one, not ``runs``
     claim_sizes: tuple[int, ...]  # jobs present but not due; the first is the baseline
     claim_due: int = 1_000  # due jobs, kept at this number while claims run
     claim_limit: int = 100
@@ -37,6 +40,7 @@ FULL = Plan(
     process_jobs=20_000,
     enqueue_batch=20_000,
     enqueue_single=2_000,
+    enqueue_large=1_000_000,
     claim_sizes=(10_000, 100_000, 1_000_000, 10_000_000),
     claim_calls=300,
 )

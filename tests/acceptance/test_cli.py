@@ -307,6 +307,54 @@ def test_add_file_bad_stdin_line_is_reported(trawl: Trawl) -> None:
     assert "stdin has 1 bad line" in result.err
 
 
+def _add_on_a_terminal(trawl: Trawl, path: str, *flags: str) -> str:
+    """``trawl add --file`` with stdout and stderr on a pseudo-terminal; what it showed."""
+    controller, terminal = pty.openpty()
+    argv = [str(TRAWL), "--db", trawl.db, "add", "--file", path, *flags]
+    proc = subprocess.Popen(
+        argv,
+        cwd=trawl.cwd,
+        env=environment() | {"TERM": "xterm"},
+        stdin=subprocess.DEVNULL,
+        stdout=terminal,
+        stderr=terminal,
+    )
+    os.close(terminal)
+    screen = _read_until_closed(controller)
+    assert proc.wait(timeout=60) == 0, screen
+    assert "Traceback" not in screen
+    return screen
+
+
+def _many_lines(tmp_path: Path, count: int) -> str:
+    lines = (json.dumps({"id": f"n:{i}", "tags": ["product"]}) for i in range(count))
+    return write_lines(tmp_path / "items.jsonl", *lines)
+
+
+def test_add_file_shows_its_progress_on_a_terminal(trawl: Trawl, tmp_path: Path) -> None:
+    screen = _add_on_a_terminal(trawl, _many_lines(tmp_path, 3000))
+    assert "checking" in screen
+    assert "adding" in screen
+    assert "3,000 lines" in screen
+    assert "created 3,000 items" in screen
+
+
+@pytest.mark.parametrize("flag", ["--json", "--no-progress"])
+def test_add_file_shows_no_progress_with_json_or_no_progress(
+    trawl: Trawl, tmp_path: Path, flag: str
+) -> None:
+    screen = _add_on_a_terminal(trawl, _many_lines(tmp_path, 300), flag)
+    assert "checking" not in screen
+    assert "adding" not in screen
+    assert trawl.show("n:299")["tags"] == {"product": None}
+
+
+def test_add_file_shows_no_progress_when_not_on_a_terminal(trawl: Trawl, tmp_path: Path) -> None:
+    result = trawl("add", "--file", _many_lines(tmp_path, 300))
+    assert result.err == ""
+    assert result.out == "created 300 items\n"
+
+
 @pytest.mark.parametrize(
     "argv",
     [

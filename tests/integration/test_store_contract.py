@@ -101,6 +101,29 @@ def test_items_added_together_are_created_and_journaled_in_the_order_given(
     assert data_of(store, "sku:3") == {"n": 1}
 
 
+def test_a_tag_named_twice_on_one_new_item_keeps_the_first(store: Store) -> None:
+    new = replace(item("sku:t"), tags=(("lang", "en"), ("lang", "fr"), ("product", None)))
+    assert store.add_items([new, item("sku:u", "product")]) == ["sku:t", "sku:u"]
+    view = store.get_item("sku:t")
+    assert view is not None
+    assert view.tags == {"lang": "en", "product": None}
+
+
+def test_an_id_that_is_another_items_alias_is_not_created_beside_new_ones(
+    store: Store,
+) -> None:
+    store.add_items([item("sku:1", "product")])
+    with store.db.write():
+        store.items.create_alias(
+            "ean:1", "sku:1", now=store.clock(), task=None, fail_if_exists=True
+        )
+    assert store.add_items([item("sku:3", "product"), item("ean:1", "product")]) == ["sku:3"]
+    view = store.get_item("ean:1")
+    assert view is not None
+    assert view.id == "sku:1"
+    assert store.get_item("sku:3") is not None
+
+
 def test_item_data_and_tag_values_keep_quotes_unicode_and_nulls(store: Store) -> None:
     data = {"title": 'say "hi"\n', "emoji": "\u00e9\u2603", "none": None, "n": [1, 2.5]}
     new = item("sku:q", title="x")

@@ -17,6 +17,7 @@ def test_accepts_namespaced_ids_up_to_the_maximum() -> None:
         ("sku:1\n", "control character"),
         ("a\x00b", "control character"),
         ("a\x7fb", "control character"),
+        ("a\udcffb", "not valid UTF-8"),
         (123, "must be a string"),
     ],
 )
@@ -30,7 +31,7 @@ def test_error_names_what_was_checked() -> None:
         check_id("", "alias")
 
 
-@pytest.mark.parametrize("bad", ["", "t\tag", 3, "x" * 201])
+@pytest.mark.parametrize("bad", ["", "t\tag", 3, "x" * 201, "t\udcffg", "t\x85g"])
 def test_rejects_bad_tag_names(bad: object) -> None:
     with pytest.raises(InvalidItemId, match="tag name"):
         check_tag(bad)

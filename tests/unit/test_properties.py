@@ -142,3 +142,12 @@ def test_a_nul_anywhere_in_data_is_refused_with_its_line(before: str, after: str
     assert isinstance(entries[1], BadLine)
     assert entries[1].number == 2
     assert "NUL" in entries[1].reason
+
+
+@given(st.text(max_size=5))
+def test_an_escaped_backslash_before_u0000_is_text_not_a_nul(text: str) -> None:
+    assume("\x00" not in text)
+    data = {"k": text + "\\u0000"}  # a backslash, then "u0000": no NUL in it
+    (entry,) = scan([json.dumps({"id": "a", "data": data}).encode()], Defaults())
+    assert isinstance(entry, NewItem), entry
+    assert entry.data == data

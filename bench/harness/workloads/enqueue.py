@@ -38,7 +38,7 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
         "raw-sql",
         "one transaction",
         plan.enqueue_batch,
-        _raw(backend, per_item=False),
+        raw_adder(backend, per_item=False),
     )
     single_raw = measure(
         plan,
@@ -47,7 +47,7 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
         "raw-sql",
         "one transaction per item",
         plan.enqueue_single,
-        _raw(backend, per_item=True),
+        raw_adder(backend, per_item=True),
     )
     rows = [batch_raw, single_raw]
     if workers.cli_options() is not None:
@@ -151,7 +151,7 @@ def _store(*, per_item: bool) -> Adder:
     return add
 
 
-def _raw(backend: Backend, *, per_item: bool) -> Adder:
+def raw_adder(backend: Backend, *, per_item: bool = False) -> Adder:
     def add(url: str, items: list[tuple[str, str]]) -> float:
         conn = backend.raw(url)
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sys
 import tempfile
@@ -39,7 +40,8 @@ def parse_line(raw: bytes, defaults: Defaults) -> NewItem:
         value = _decoder.decode(raw)
     except (msgspec.DecodeError, UnicodeDecodeError) as error:
         raise InvalidInput(f"not valid JSON: {error}") from None
-    return item_from_json(value, defaults)
+    # JSON text cannot hold a raw NUL: only the escape puts one in a string.
+    return item_from_json(value, defaults, nul_free=b"\\u0000" not in raw)
 
 
 def scan(lines: Iterable[bytes], defaults: Defaults) -> Iterator[NewItem | BadLine]:
@@ -68,11 +70,19 @@ def batches(items: Iterable[NewItem], size: int) -> Iterator[list[NewItem]]:
         yield batch
 
 
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A file's lines, readable more than once, and its size in bytes."""
+
+    lines: Lines
+    size: int
+
+
 @contextlib.contextmanager
-def line_source(path: str) -> Iterator[Lines]:
-    """A way to read the lines of *path* more than once; ``-`` is stdin, kept in a temp file."""
+def line_source(path: str) -> Iterator[Source]:
+    """The lines of *path*; ``-`` is stdin, kept in a temp file to be read again."""
     if path != "-":
-        yield lambda: _file_lines(path)
+        yield Source(lambda: _file_lines(path), os.path.getsize(path))
         return
     with tempfile.TemporaryFile() as spool:
         shutil.copyfileobj(sys.stdin.buffer, spool)
@@ -81,7 +91,7 @@ def line_source(path: str) -> Iterator[Lines]:
             spool.seek(0)
             yield from spool
 
-        yield again
+        yield Source(again, spool.tell())
 
 
 def _file_lines(path: str) -> Iterator[bytes]:

@@ -10,7 +10,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from trawl.cli import itemfile, output
+from trawl.cli import filebar, itemfile, output
 from trawl.cli.common import json_option, open_store
 from trawl.model.errors import InvalidInput, ItemNotFound
 from trawl.model.ids import check_id
@@ -60,6 +60,14 @@ class Added:
     show_default=True,
     help="With --file: items written per transaction.",
 )
+@click.option(
+    "--progress/--no-progress",
+    "show_progress",
+    default=True,
+    show_default=True,
+    help="With --file: a progress bar on stderr while checking and adding, when stdout and"
+    " stderr are a terminal (never with --json).",
+)
 @json_option
 def add(
     item: str | None,
@@ -69,6 +77,7 @@ def add(
     path: str | None,
     skip_bad: bool,
     batch_size: int,
+    show_progress: bool,
     as_json: bool,
 ) -> None:
     """Add one item, or every item of a file; ids that already exist are left as they are.
@@ -87,7 +96,13 @@ def add(
     if path is not None:
         if item is not None or data is not None:
             raise click.UsageError("give either an ID (with --data) or --file, not both")
-        added = _add_file(path, defaults, skip_bad=skip_bad, batch_size=batch_size)
+        added = _add_file(
+            path,
+            defaults,
+            skip_bad=skip_bad,
+            batch_size=batch_size,
+            progress=show_progress and not as_json,
+        )
     elif item is None:
         raise click.UsageError("give an ID to add, or --file FILE")
     else:
@@ -109,19 +124,30 @@ def _add_one(item: str, data: str | None, defaults: Defaults) -> Added:
     return Added(created=len(created), existing=1 - len(created))
 
 
-def _add_file(path: str, defaults: Defaults, *, skip_bad: bool, batch_size: int) -> Added:
-    with itemfile.line_source(path) as lines:
-        bad = [e for e in itemfile.scan(lines(), defaults) if isinstance(e, itemfile.BadLine)]
-        for line in bad:
-            click.echo(f"line {line.number}: {line.reason}", err=True)
+def _add_file(
+    path: str, defaults: Defaults, *, skip_bad: bool, batch_size: int, progress: bool
+) -> Added:
+    with itemfile.line_source(path) as source, filebar.file_bar(progress) as bar:
+        bad = _check(bar.track(source.lines(), "checking", source.size), defaults)
         if bad and not skip_bad:
             name = "stdin" if path == "-" else path
             raise InvalidInput(
-                f"{name} has {output.plural(len(bad), 'bad line')}; nothing was added "
+                f"{name} has {output.plural(bad, 'bad line')}; nothing was added "
                 "(fix them, or pass --skip-bad to add the good lines)"
             )
-        created, total = _write(open_store(), itemfile.good_items(lines(), defaults), batch_size)
-    return Added(created=created, existing=total - created, bad_lines=len(bad))
+        lines = bar.track(source.lines(), "adding", source.size)
+        created, total = _write(open_store(), itemfile.good_items(lines, defaults), batch_size)
+    return Added(created=created, existing=total - created, bad_lines=bad)
+
+
+def _check(lines: Iterable[bytes], defaults: Defaults) -> int:
+    """Report each bad line as it is found; how many there were."""
+    bad = 0
+    for entry in itemfile.scan(lines, defaults):
+        if isinstance(entry, itemfile.BadLine):
+            click.echo(f"line {entry.number}: {entry.reason}", err=True)
+            bad += 1
+    return bad
 
 
 def _write(store: Store, items: Iterable[NewItem], batch_size: int) -> tuple[int, int]:

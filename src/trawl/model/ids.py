@@ -13,6 +13,8 @@ MAX_ID_LENGTH = 2048
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # Lone surrogates (undecodable bytes in a command-line argument) cannot be stored as UTF-8.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Either of the two: one scan tells the usual, clean value from one worth a closer look.
+_SUSPECT = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def check_id(value: object, what: str = "item id") -> str:
@@ -26,6 +28,8 @@ def check_id(value: object, what: str = "item id") -> str:
             f"{what} is {len(value)} characters long; the maximum is {MAX_ID_LENGTH}: "
             f"{value[:60]!r}..."
         )
+    if not _SUSPECT.search(value):
+        return value
     bad = _CONTROL.search(value)
     if bad:
         raise InvalidItemId(
@@ -41,7 +45,7 @@ def check_tag(name: object) -> str:
     """Return *name* if it is a valid tag name."""
     if not isinstance(name, str) or not name:
         raise InvalidItemId(f"tag name must be a non-empty string, got {name!r}")
-    if len(name) > 200 or _CONTROL.search(name) or _SURROGATE.search(name):
+    if len(name) > 200 or _SUSPECT.search(name):
         raise InvalidItemId(
             f"tag name {name[:80]!r} is too long, has control characters or is not valid UTF-8"
         )

@@ -54,33 +54,41 @@ def _tag_value(name: Any, value: Any) -> str | None:
     raise InvalidInput(f"tag {name!r} has value {value!r}: a tag value must be a string or null")
 
 
-def item_from_json(value: Any, defaults: Defaults = Defaults()) -> NewItem:
-    """The item one decoded line describes, or InvalidInput saying what is wrong with it."""
+def item_from_json(
+    value: Any, defaults: Defaults = Defaults(), *, nul_free: bool = False
+) -> NewItem:
+    """The item one decoded line describes, or InvalidInput saying what is wrong with it.
+
+    ``nul_free``: the caller saw no ``\\u0000`` escape in the JSON text, so no string in
+    the data can hold a NUL and the walk looking for one is skipped."""
     if not isinstance(value, dict):
         raise InvalidInput(f'expected a JSON object like {{"id": "..."}}, got {_kind(value)}')
-    unknown = sorted(set(value) - KEYS)
-    if unknown:
+    if not KEYS.issuperset(value):
+        unknown = sorted(set(value) - KEYS)
         raise InvalidInput(f"unknown key {unknown[0]!r} (allowed: data, id, niceness, tags)")
     if "id" not in value:
         raise InvalidInput('missing "id"')
     return NewItem(
         id=check_id(value["id"]),
         tags=_merge(tags_from_json(value.get("tags")), defaults.tags),
-        data=_data(value.get("data")),
+        data=_data(value.get("data"), nul_free),
         niceness=_niceness(value.get("niceness", defaults.niceness)),
     )
 
 
 def _merge(own: Tags, extra: Tags) -> Tags:
+    if not extra:
+        return tuple(dict(own).items())
     return tuple({**dict(own), **dict(extra)}.items())
 
 
-def _data(value: Any) -> dict[str, Any]:
+def _data(value: Any, nul_free: bool) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
         raise InvalidInput(f'"data" must be a JSON object, got {_kind(value)}')
-    check_json(value, '"data"')
+    if not nul_free:
+        check_json(value, '"data"')
     return value
 
 

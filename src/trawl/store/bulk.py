@@ -1,17 +1,24 @@
-"""Adding many items at once: set-based statements instead of one round trip per row."""
+"""Adding many items at once: set-based statements instead of one round trip per row.
+
+Each dialect gets the form its driver sends fastest: on SQLite (in-process, one writer)
+``executemany`` of plain prepared inserts, the free ids found first under the write lock;
+on PostgreSQL one ``INSERT ... SELECT FROM unnest(...)`` per table over typed arrays, the
+items and their own aliases in one statement whose answer says which ids were created, the
+rest queued in the pipeline behind it (one round trip a batch).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-import sqlalchemy as sa
-
 from trawl.model.records import NewItem
 from trawl.model.states import Journal
 from trawl.store import codec
 from trawl.store.connection import Database
 from trawl.store.sql import NEW_JOBS, q
+
+Wanted = dict[str, NewItem]
 
 _JOBS = (
     NEW_JOBS
@@ -25,7 +32,6 @@ _JOBS = (
 )
 _JOBS_SQLITE = q(_JOBS.format(ids="SELECT value FROM json_each(:ids)"))
 _JOBS_POSTGRES = q(_JOBS.format(ids="SELECT unnest(CAST(:ids AS text[]))"))
-_DROP = q("DELETE FROM items WHERE id = :id")
 # Adding an id that exists lists it again: jobs disabled as "not found" run again.
 _RELIST = """
     UPDATE jobs SET due_at = :now, ready = true, not_found = 0
@@ -35,35 +41,44 @@ _RELIST = """
 _RELIST_SQLITE = q(_RELIST.format(ids="SELECT value FROM json_each(:ids)"))
 _RELIST_POSTGRES = q(_RELIST.format(ids="SELECT unnest(CAST(:ids AS text[]))"))
 
+# -- SQLite: one writer holds the lock, so the ids found free stay free until COMMIT --------
+_TAKEN_SQLITE = q(
+    "SELECT value FROM json_each(:ids)"
+    " WHERE value IN (SELECT id FROM items) OR value IN (SELECT alias FROM aliases)"
+)
+_ITEM_SQLITE = q(
+    "INSERT INTO items (id, data, created_by, created_at, updated_at)"
+    " VALUES (:id, :data, :by, :now, :now)"
+)
+_ALIAS_SQLITE = q("INSERT INTO aliases (alias, item_id) VALUES (:id, :id)")
+# A tag named twice on one item: the first is kept (as the other inserts keep the first).
+_TAG_SQLITE = q(
+    "INSERT INTO tags (item_id, name, value) VALUES (:id, :name, :value) ON CONFLICT DO NOTHING"
+)
 
-def _batch_insert(
-    table: str, columns: tuple[tuple[str, str], ...], returning: str | None
-) -> tuple[sa.TextClause, sa.TextClause]:
-    """INSERT of a JSON array of rows (one statement however many), skipping conflicts.
-
-    One bound string instead of a row of parameters each: the statement text never changes
-    (prepared once, no SQLAlchemy compile per call) and msgspec encodes the batch."""
-    names = ", ".join(name for name, _ in columns)
-    tail = " ON CONFLICT DO NOTHING" + (f" RETURNING {returning}" if returning else "")
-    sqlite_cols = ", ".join(f"value ->> {i}" for i in range(len(columns)))
-    pg_cols = ", ".join(f"CAST(e ->> {i} AS {kind})" for i, (_, kind) in enumerate(columns))
-    # "WHERE true": SQLite would read ON CONFLICT as part of the SELECT's join otherwise.
-    return (
-        q(f"INSERT INTO {table} ({names}) SELECT {sqlite_cols} FROM json_each(:batch)"
-          f" WHERE true{tail}"),
-        q(f"INSERT INTO {table} ({names}) SELECT {pg_cols}"
-          f" FROM jsonb_array_elements(CAST(:batch AS jsonb)) AS j(e){tail}"),
-    )  # fmt: skip
-
-
-_ITEMS = _batch_insert(
-    "items",
-    (("id", "text"), ("data", "text"), ("created_by", "text"), ("created_at", "float8"),
-     ("updated_at", "float8")),
-    "id",
-)  # fmt: skip
-_ALIASES = _batch_insert("aliases", (("alias", "text"), ("item_id", "text")), "alias")
-_TAGS = _batch_insert("tags", (("item_id", "text"), ("name", "text"), ("value", "text")), None)
+# -- PostgreSQL: typed arrays, unnested server-side ---------------------------------------
+# An id that is already another item's alias gets an items row but no alias row: the
+# answer's second column says so, and that row is dropped again (_DROP).
+_CREATE_POSTGRES = q(
+    """
+    WITH item AS (
+        INSERT INTO items (id, data, created_by, created_at, updated_at)
+        SELECT id, data, :by, :now, :now
+        FROM unnest(CAST(:ids AS text[]), CAST(:datas AS text[])) AS n(id, data)
+        ON CONFLICT DO NOTHING RETURNING id
+    ), alias AS (
+        INSERT INTO aliases (alias, item_id) SELECT id, id FROM item ORDER BY id
+        ON CONFLICT DO NOTHING RETURNING alias
+    )
+    SELECT item.id, alias.alias IS NOT NULL FROM item LEFT JOIN alias ON alias.alias = item.id
+"""
+)
+_TAGS_POSTGRES = q(
+    "INSERT INTO tags (item_id, name, value)"
+    " SELECT * FROM unnest(CAST(:ids AS text[]), CAST(:names AS text[]),"
+    " CAST(:tag_values AS text[])) ON CONFLICT DO NOTHING"
+)
+_DROP = q("DELETE FROM items WHERE id = ANY(CAST(:ids AS text[]))")
 
 
 def add_items(
@@ -71,35 +86,56 @@ def add_items(
 ) -> list[str]:
     """Create the items whose ids are free (inside the caller's transaction), in the order
     given; of duplicate ids the first wins."""
-    wanted: dict[str, NewItem] = {}
+    if not new:
+        return []
+    wanted: Wanted = {}
     for item in new:
         wanted.setdefault(item.id, item)
     # Rows go in in key order, whatever the order given: two transactions inserting
     # overlapping keys then take their index locks in the same order and cannot deadlock.
     ordered = sorted(wanted)
-    data = [[i, codec.dumps(wanted[i].data), created_by, now, now] for i in ordered]
-    inserted = set(_insert(db, _ITEMS, data))
-    aliased = set(_insert(db, _ALIASES, [[i, i] for i in ordered if i in inserted]))
-    for item_id in sorted(inserted - aliased):  # the id is already another item's alias
-        db.execute(_DROP, {"id": item_id})
-    created = [i for i in wanted if i in inserted and i in aliased]  # in the order given
-    tags = [[i, name, value] for i in ordered if i in aliased for name, value in wanted[i].tags]
-    _insert(db, _TAGS, tags)
-    _create_jobs(db, [wanted[i] for i in ordered if i in aliased], now)
-    fresh = set(created)
+    create = _create_sqlite if db.is_sqlite else _create_postgres
+    fresh = create(db, wanted, ordered, now, created_by)
+    _create_jobs(db, [wanted[i] for i in ordered if i in fresh], now)
     _relist(db, [i for i in wanted if i not in fresh], now)
+    created = [i for i in wanted if i in fresh]  # in the order given
     db.journal(_journal(created, wanted, now, created_by))
     return created
 
 
-def _insert(
-    db: Database, stmt: tuple[sa.TextClause, sa.TextClause], rows: list[list[Any]]
-) -> list[str]:
-    """Run a batch insert; the keys it returns (the rows that did not conflict)."""
-    if not rows:
-        return []
-    result = db.execute(stmt[0] if db.is_sqlite else stmt[1], {"batch": codec.dumps(rows)})
-    return list(result.scalars()) if result.returns_rows else []
+def _create_sqlite(
+    db: Database, wanted: Wanted, ordered: list[str], now: float, by: str | None
+) -> set[str]:
+    """The items, their own aliases and their tags; the ids created."""
+    taken = {row[0] for row in db.fetch(_TAKEN_SQLITE, {"ids": codec.dumps(ordered)})}
+    free = [i for i in ordered if i not in taken]
+    rows = [{"id": i, "data": codec.dumps(wanted[i].data), "by": by, "now": now} for i in free]
+    db.send_many(_ITEM_SQLITE, rows)
+    db.send_many(_ALIAS_SQLITE, rows)
+    tags = [{"id": i, "name": n, "value": v} for i in free for n, v in wanted[i].tags]
+    db.send_many(_TAG_SQLITE, tags)
+    return set(free)
+
+
+def _create_postgres(
+    db: Database, wanted: Wanted, ordered: list[str], now: float, by: str | None
+) -> set[str]:
+    datas = [codec.dumps(wanted[i].data) for i in ordered]
+    params = {"ids": ordered, "datas": datas, "by": by, "now": now}
+    answer = db.fetch(_CREATE_POSTGRES, params)
+    fresh = {item_id for item_id, aliased in answer if aliased}
+    orphans = sorted(item_id for item_id, aliased in answer if not aliased)
+    if orphans:  # the id is already another item's alias
+        db.send(_DROP, {"ids": orphans})
+    ids, names, values = [], [], []
+    for item_id in sorted(fresh):
+        for name, value in wanted[item_id].tags:
+            ids.append(item_id)
+            names.append(name)
+            values.append(value)
+    if ids:
+        db.send(_TAGS_POSTGRES, {"ids": ids, "names": names, "tag_values": values})
+    return fresh
 
 
 def _create_jobs(db: Database, items: list[NewItem], now: float) -> None:
@@ -110,29 +146,27 @@ def _create_jobs(db: Database, items: list[NewItem], now: float) -> None:
     stmt = _JOBS_SQLITE if db.is_sqlite else _JOBS_POSTGRES
     for niceness, ids in by_niceness.items():
         value: Any = codec.dumps(ids) if db.is_sqlite else ids
-        db.execute(stmt, {"ids": value, "now": now, "niceness": niceness})
+        db.send(stmt, {"ids": value, "now": now, "niceness": niceness})
 
 
 def _relist(db: Database, existing: list[str], now: float) -> None:
     if not existing:
         return
     stmt = _RELIST_SQLITE if db.is_sqlite else _RELIST_POSTGRES
-    db.execute(stmt, {"ids": codec.dumps(existing) if db.is_sqlite else existing, "now": now})
+    db.send(stmt, {"ids": codec.dumps(existing) if db.is_sqlite else existing, "now": now})
 
 
 def _journal(
-    created: list[str], wanted: dict[str, NewItem], now: float, created_by: str | None
+    created: list[str], wanted: Wanted, now: float, created_by: str | None
 ) -> list[dict[str, Any]]:
-    rows = []
-    for item_id in created:
-        detail = codec.dumps({"created_by": created_by, "tags": dict(wanted[item_id].tags)})
-        rows.append(
-            {
-                "at": now,
-                "kind": Journal.ITEM_CREATED.value,
-                "item_id": item_id,
-                "task": None,
-                "detail": detail,
-            }
-        )
-    return rows
+    kind = Journal.ITEM_CREATED.value
+    return [
+        {
+            "at": now,
+            "kind": kind,
+            "item_id": item_id,
+            "task": None,
+            "detail": codec.dumps({"created_by": created_by, "tags": dict(wanted[item_id].tags)}),
+        }
+        for item_id in created
+    ]
