@@ -32,6 +32,7 @@ def _growth(unit: str) -> float:
     )
 
 
+@pytest.mark.timing  # a ratio of two timings: beside another test, noise can reach it
 def test_repeated_open_url_calls_scan_in_linear_time() -> None:
     # The old pattern took quadratic time here: each "url(" scanned to the end of the text.
     small = "a{background:" + "url(" * 20_000
@@ -47,6 +48,7 @@ def test_unclosed_quotes_and_parentheses_find_nothing() -> None:
         assert css_links(bait, "http://h/").urls == []
 
 
+@pytest.mark.timing
 def test_every_bait_scales_linearly() -> None:
     for unit in ('url("', "url('", "url(a", "@import '", 'url("a', "url( "):
         assert _growth(unit) < 30, unit
