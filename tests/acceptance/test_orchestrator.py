@@ -187,9 +187,11 @@ def test_a_sync_task_stuck_in_a_loop_is_cut_off_at_its_timeout_and_its_actor_rep
     assert [e.get("reason") for e in exits if e.get("actor_pid") == int(pid)] == ["replaced"]
 
 
+# backoff 5s: the retry comes due after every actor has exited idle, so --exit-when-idle
+# must wait for it (the orchestrator set it when it killed the actor).
 BLOCKING_APP = """
 @app.task(
-    tags=["t"], timeout="1s", retries=1, backoff="0.1s", actor=trawl.Actor(concurrency=1)
+    tags=["t"], timeout="1s", retries=1, backoff="5s", actor=trawl.Actor(concurrency=1)
 )
 async def work(ctx):
     start = time.time()

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import uvicorn
 from litestar.testing import TestClient
 
 from tests.integration.helpers import task
+from tests.support.uvicorn_thread import in_thread
 from trawl.server.app import create_app
 from trawl.store.store import Store
 
@@ -55,22 +53,8 @@ class Served:
 @contextmanager
 def serving(url: str, **options: Any) -> Iterator[str]:
     """A real server (uvicorn, a thread of this process) on a free port of 127.0.0.1."""
-    app = create_app(url, **options)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="api", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive(), "the server stopped before it started"
-        assert time.monotonic() < deadline, "the server did not start in 20 s"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
+    with in_thread(create_app(url, **options), "api") as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
 
 
 @pytest.fixture

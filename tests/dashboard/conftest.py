@@ -10,18 +10,16 @@ import asyncio
 import concurrent.futures
 import os
 import re
-import threading
-import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import uvicorn
 from litestar.testing import TestClient
 
 from tests.api.conftest import make_tokens
+from tests.support.uvicorn_thread import in_thread
 from trawl.server.app import create_app
 
 T = TypeVar("T")
@@ -89,38 +87,14 @@ class Server:
     tokens: dict[str, str]
 
 
-def serve(url: str, **options: Any) -> tuple[uvicorn.Server, threading.Thread, str]:
-    app = create_app(url, **options)
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=0,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=2,  # the live pages' event streams never end by themselves
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="dashboard", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive(), "the server stopped before it started"
-        assert time.monotonic() < deadline, "the server did not start in 20 s"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    return server, thread, f"http://127.0.0.1:{port}"
-
-
 @pytest.fixture
 def server(sqlite_url: str) -> Iterator[Server]:
     """A real server (uvicorn) for the browser; its live pages refresh every 0.3 s."""
     tokens = make_tokens(sqlite_url)
-    running, thread, base = serve(sqlite_url, token_cache=0.0, metrics_cache=0.2, refresh=0.3)
-    try:
-        yield Server(base=base, db=sqlite_url, tokens=tokens)
-    finally:
-        running.should_exit = True
-        thread.join(timeout=20)
+    app = create_app(sqlite_url, token_cache=0.0, metrics_cache=0.2, refresh=0.3)
+    # The live pages' event streams never end by themselves: a short graceful shutdown.
+    with in_thread(app, "dashboard", timeout_graceful_shutdown=2) as port:
+        yield Server(base=f"http://127.0.0.1:{port}", db=sqlite_url, tokens=tokens)
 
 
 # Module-scoped, not session-scoped: Playwright's sync API runs an event loop in this

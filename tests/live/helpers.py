@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import threading
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import msgspec
-import uvicorn
 
+from tests.support.uvicorn_thread import in_thread
 from trawl.live import Actor, Sentinel, action
 
 T = TypeVar("T")
@@ -70,18 +68,5 @@ class Counter(Actor):
 @contextmanager
 def serving(app: Any) -> Iterator[str]:
     """*app* on a real uvicorn (a thread of this process) on a free port; yields ws://…"""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="live", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive(), "the server stopped before it started"
-        assert time.monotonic() < deadline, "the server did not start in 20 s"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
+    with in_thread(app, "live") as port:
         yield f"ws://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)

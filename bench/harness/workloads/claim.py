@@ -111,7 +111,7 @@ def _claims(store: Store, plan: Plan, calls: int) -> list[float]:
         times.append((time.perf_counter() - started) * 1000)
         if len(jobs) != plan.claim_limit:
             raise RuntimeError(f"claimed {len(jobs)} jobs, expected {plan.claim_limit}")
-        commit(store, [_released(job) for job in jobs])
+        commit(store, [released(job) for job in jobs])
     return times
 
 
@@ -123,15 +123,15 @@ def _rounds(store: Store, plan: Plan) -> float:
     started = time.perf_counter()
     for _ in range(plan.claim_calls):
         with store.unit():
-            commit(store, [_released(job) for job in jobs])
+            commit(store, [released(job) for job in jobs])
             jobs = claim(store, leases, plan.claim_limit, "bench").jobs
         claimed += len(jobs)
     elapsed = time.perf_counter() - started
-    commit(store, [_released(job) for job in jobs])
+    commit(store, [released(job) for job in jobs])
     return claimed / elapsed
 
 
-def _released(job: ClaimedJob) -> AttemptResult:
+def released(job: ClaimedJob) -> AttemptResult:
     return AttemptResult(
         job_id=job.job_id,
         item_id=job.item_id,

@@ -30,10 +30,9 @@ from harness.progress import say
 from harness.rows import Row, set_ratio
 from harness.trawl_db import NOOP_APP
 from harness.workloads import process
+from harness.workloads.claim import released
 from trawl.engine import claim as engine_claim
 from trawl.model import wire
-from trawl.model.records import AttemptResult, ClaimedJob
-from trawl.model.states import Outcome
 from trawl.runtime.backend import commit_and_claim
 from trawl.store.store import Store
 
@@ -106,18 +105,6 @@ def _claims(plan: Plan, backend: Backend, variant: str, claims: int, measure: An
     )
 
 
-def _release(job: ClaimedJob) -> AttemptResult:
-    return AttemptResult(
-        job_id=job.job_id,
-        item_id=job.item_id,
-        task=job.task,
-        attempt=job.attempt,
-        outcome=Outcome.RELEASED,
-        version="1",
-        ttl=None,
-    )
-
-
 def _local_claims(url: str, claims: int) -> list[float]:
     gates = [engine_claim.TaskGate(name="noop", timeout=300.0)]
     taken, held = [], []
@@ -126,7 +113,7 @@ def _local_claims(url: str, claims: int) -> list[float]:
             started = time.perf_counter()
             _, batch = commit_and_claim(
                 store,
-                [_release(j) for j in held],
+                [released(j) for j in held],
                 1,
                 None,
                 lambda s, n: engine_claim.claim(s, gates, n, "bench"),

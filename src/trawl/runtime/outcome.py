@@ -99,12 +99,9 @@ def retries_ahead(results: Sequence[AttemptResult], report: CommitReport) -> flo
     """How long until the last retry that committing *results* scheduled comes due, in
     seconds (0.0: none). A worker or orchestrator that exits when idle waits that long:
     a job waiting for its retry is not finished."""
+    # On every commit: the common case (no failure to retry) builds nothing.
+    retrying = [r for r in results if r.outcome is Outcome.FAILURE and r.retry_delay]
+    if not retrying:
+        return 0.0
     committed = set(report.committed)
-    return max(
-        (
-            r.retry_delay
-            for r in results
-            if r.job_id in committed and r.outcome is Outcome.FAILURE and r.retry_delay
-        ),
-        default=0.0,
-    )
+    return max((r.retry_delay or 0.0 for r in retrying if r.job_id in committed), default=0.0)

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trawl.model.records import JournalEntry
-from trawl.store import codec
 from trawl.store.connection import Database
 from trawl.store.crawls import FETCH_TASK
+from trawl.store.reads import journal_entry
 from trawl.store.sql import q
 
 
@@ -139,17 +139,7 @@ class Activity:
                 filters.append(f"AND {column} = :{column}")
                 params[column] = value
         stmt = q(_RECENT.format(filter=" ".join(filters)))
-        return [
-            JournalEntry(
-                seq=r.seq,
-                at=r.at,
-                kind=r.kind,
-                item_id=r.item_id,
-                task=r.task,
-                detail=codec.loads(r.detail),
-            )
-            for r in self.db.execute(stmt, params)
-        ]
+        return [journal_entry(r) for r in self.db.execute(stmt, params)]
 
     def crawl_requests(self, crawl_id: int, since: float) -> int:
         """Fetch attempts the crawl started since *since*."""
