@@ -8,6 +8,7 @@ import tempfile
 import time
 import zlib
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import IO
 
 import aiohttp
@@ -26,6 +27,11 @@ class FetchError(Exception):
     """The request got no complete response: a timeout, a reset, a refused connection."""
 
 
+class LateStart(Exception):
+    """The request was about to go out later than its politeness permit allows, so it was
+    not sent: sent now, it could land closer than the delay to the host's next request."""
+
+
 @dataclass(kw_only=True, slots=True)
 class Response:
     exchange: Exchange
@@ -34,6 +40,7 @@ class Response:
     size: int
     truncated: bool
     started: float
+    sent: float  # when the request's first byte was handed to the socket
     elapsed: float
 
     def header(self, name: str) -> str | None:
@@ -64,11 +71,41 @@ class Response:
         return _decode(raw, encoding) if encoding else raw
 
 
+@dataclass(slots=True)
+class _Send:
+    """One request's send, seen from aiohttp's trace hooks (``trace_request_ctx``)."""
+
+    not_after: float | None  # the latest moment the request may go out (None: any time)
+    at: float = 0.0  # when it went out
+
+
+async def _headers_going_out(
+    session: aiohttp.ClientSession, context: SimpleNamespace, params: object
+) -> None:
+    """Called by aiohttp right before it writes the request line and headers, with no
+    suspension in between, after connecting: the one place a late start can still be
+    called off. A politeness permit is checked here, not when the task wakes, because a
+    new connection or a busy event loop can hold a request back long enough to crowd the
+    host's next one."""
+    send = context.trace_request_ctx
+    if not isinstance(send, _Send):
+        return
+    now = time.time()
+    if send.not_after is not None and now > send.not_after:
+        raise LateStart(f"{now - send.not_after:.3f}s past its permit")
+    send.at = now
+
+
 def session(concurrency: int) -> aiohttp.ClientSession:
     """One connection pool per process, keep-alive, no automatic decoding or redirects."""
     connector = aiohttp.TCPConnector(limit=max(1, concurrency) * 2, ttl_dns_cache=300)
+    sends = aiohttp.TraceConfig()
+    sends.on_request_headers_sent.append(_headers_going_out)
     session = aiohttp.ClientSession(
-        connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar()
+        connector=connector,
+        auto_decompress=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trace_configs=[sends],
     )
     # aiohttp sends a GET again at once when a kept-alive connection drops under it: a
     # request the politeness gate never granted, landing milliseconds after the first. A
@@ -87,10 +124,13 @@ async def fetch(
     max_bytes: int,
     method: str = "GET",
     data: bytes | None = None,
+    not_after: float | None = None,
 ) -> Response:
     """GET (or *method*) *url* without following redirects; raises FetchError when no
-    response came."""
+    response came, and LateStart, having sent nothing, when the request could not go out
+    by *not_after* (this machine's clock)."""
     started = time.time()
+    send = _Send(not_after)
     sent = {"Accept-Encoding": ACCEPT_ENCODING, **headers}
     limits = aiohttp.ClientTimeout(total=timeout, sock_connect=min(10.0, timeout))
     try:
@@ -102,10 +142,11 @@ async def fetch(
             allow_redirects=False,
             timeout=limits,
             skip_auto_headers=(),
+            trace_request_ctx=send,
         ) as resp:
             ip = _peer(resp)
             body = await _read(resp, max_bytes)
-            return _response(url, resp, body, started, ip, data or b"")
+            return _response(url, resp, body, (started, send.at or started), ip, data or b"")
     except TimeoutError as error:
         raise FetchError(f"timed out after {timeout:g}s") from error
     except aiohttp.ClientError as error:
@@ -142,10 +183,11 @@ def _response(
     url: str,
     resp: aiohttp.ClientResponse,
     body: _Body,
-    started: float,
+    times: tuple[float, float],  # (started, sent)
     ip: str | None,
     sent: bytes,
 ) -> Response:
+    started, went = times
     raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
     # The payload is stored de-chunked: say so rather than claim a chunked body.
     stored = [(k, v) for k, v in raw if k.lower() != "transfer-encoding"]
@@ -171,6 +213,7 @@ def _response(
         size=body.size,
         truncated=body.truncated,
         started=started,
+        sent=went,
         elapsed=time.time() - started,
     )
 

@@ -13,18 +13,20 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from trawl.crawl import client, extract, personas, urls
+from trawl.crawl import client, extract, pacing, personas, urls
 from trawl.crawl.blocks import block_of
 from trawl.crawl.browser.capture import Rendered, RenderFailed, Timing, render
 from trawl.crawl.browser.chromium import BrowserUnavailable
 from trawl.crawl.browser.traffic import Outgoing, Traffic
-from trawl.crawl.client import FetchError, Response
+from trawl.crawl.client import FetchError, LateStart, Response
 from trawl.crawl.options import Options, wants_browser
 from trawl.crawl.rules import Settings
 from trawl.crawl.state import ProcessState
 from trawl.crawl.warc import warc_date
 from trawl.runtime.context import Context
 from trawl.store.crawls import CrawlRow
+
+LATE_TRIES = 3  # a sub-request too late to go out on its start is tried this often
 
 
 def renders(options: Options, settings: Settings, resp: Response) -> bool:
@@ -109,16 +111,24 @@ def _links(rendered: Rendered, navigations: list[str], max_links: int) -> extrac
 async def _subrequest(page: _Page, outgoing: Outgoing) -> Response:
     """Fetch one request of the page through the host's politeness, and archive it."""
     host = urls.host(outgoing.url)
-    await _pace(page, host)
-    resp = await client.fetch(
-        page.rt.client(),
-        outgoing.url,
-        headers=outgoing.headers,
-        timeout=page.options.timeout,
-        max_bytes=page.options.max_bytes,
-        method=outgoing.method,
-        data=outgoing.body,
-    )
+    for _ in range(LATE_TRIES):
+        not_after = await pacing.paced(page.ctx, page.rt, host, page.options.delay)
+        try:
+            resp = await client.fetch(
+                page.rt.client(),
+                outgoing.url,
+                headers=outgoing.headers,
+                timeout=page.options.timeout,
+                max_bytes=page.options.max_bytes,
+                method=outgoing.method,
+                data=outgoing.body,
+                not_after=not_after,
+            )
+        except LateStart:
+            continue  # nothing went out: take the host's next start
+        break
+    else:
+        raise FetchError(f"this process was too busy to send it on time {LATE_TRIES} times")
     try:
         await _held_off(page, resp, host)
         if page.options.warc:
@@ -130,21 +140,6 @@ async def _subrequest(page: _Page, outgoing: Outgoing) -> Response:
         resp.exchange.body.close()
         raise
     return resp
-
-
-async def _pace(page: _Page, host: str) -> None:
-    """Wait for the host's next start; a host held off (a 429) gets no request."""
-    rt = page.rt
-    if rt.blocked.get(host, 0.0) > time.time():
-        raise FetchError(f"{host} asked to be left alone for now (429/503)")
-    if page.options.delay <= 0:
-        return  # no spacing to keep: no round trip to the gate
-    start = await rt.port.pace(page.ctx, host, page.options.delay)
-    if start is None:
-        raise FetchError(f"{host} asked to be left alone for now (429/503)")
-    wait = rt.port.local_time(start) - time.time()
-    if wait > 0:
-        await asyncio.sleep(wait)
 
 
 async def _held_off(page: _Page, resp: Response, host: str) -> None:

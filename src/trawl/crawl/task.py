@@ -11,14 +11,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from trawl.crawl import client, extract, rendering, urls
+from trawl.crawl import client, extract, pacing, rendering, urls
 from trawl.crawl.blocks import block_of
 from trawl.crawl.browser.capture import RenderFailed
 from trawl.crawl.browser.chromium import BrowserUnavailable
-from trawl.crawl.client import FetchError, Response
+from trawl.crawl.client import FetchError, LateStart, Response
 from trawl.crawl.frontier import Discover, Found
 from trawl.crawl.options import Options
 from trawl.crawl.outcomes import Fetched, Parked, Skipped
+from trawl.crawl.pacing import latest_send
 from trawl.crawl.politeness import (
     SLACK,
     Plan,
@@ -49,18 +50,24 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
         if plan.action in ("park", "defer", "skip"):
             _set_aside(ctx, plan, crawl_id, url)
             return None
-        await _sleep_until(rt.port.local_time(plan.start_at))
-        if _late(plan, time.time() - rt.port.local_time(plan.start_at)):
+        start = rt.port.local_time(plan.start_at)
+        await _sleep_until(start)
+        not_after = start + latest_send(plan.options.delay if plan.options else 0.0)
+        if time.time() > not_after:
             continue  # a busy loop woke us too late: sent now, it could crowd the next start
         blocked = rt.blocked.get(urls.host(url), 0.0)
         if blocked > time.time():  # a 429 arrived while this request waited for its start
             ctx.defer(blocked)
             return None
-        if plan.action == "robots":
-            await _fetch_robots(ctx, rt, plan, url)
-            continue
-        return await _fetch(ctx, rt, plan, crawl_id, url)
-    ctx.defer(time.time() + 1.0)  # robots.txt kept changing under us: look again soon
+        try:
+            if plan.action == "robots":
+                await _fetch_robots(ctx, rt, plan, url, not_after)
+                continue
+            return await _fetch(ctx, rt, plan, crawl_id, url, not_after)
+        except LateStart:
+            continue  # nothing was sent: plan again, from the host's next free start
+    # Late three times (a starved process), or robots.txt kept changing: try again soon.
+    ctx.defer(time.time() + 1.0)
     return None
 
 
@@ -80,38 +87,42 @@ def _set_aside(ctx: Context, plan: Plan, crawl_id: int, url: str) -> None:
         ctx.skip()
 
 
-def _late(plan: Plan, late: float) -> bool:
-    """Whether a request woken *late* seconds after its permitted start must not go: the
-    host's next start was planned from this one's, with half of SLACK to spare, so a later
-    send would land closer than the delay to the next request."""
-    delay = plan.options.delay if plan.options is not None else 0.0
-    return delay > 0 and late > min(SLACK, delay / 10) / 2
-
-
 async def _sleep_until(start: float) -> None:
     wait = start - time.time()
     if wait > 0:
         await asyncio.sleep(wait)
 
 
-async def _fetch_robots(ctx: Context, rt: ProcessState, plan: Plan, url: str) -> None:
+async def _fetch_robots(
+    ctx: Context, rt: ProcessState, plan: Plan, url: str, not_after: float
+) -> None:
     r = _ready(plan)
     started = rt.port.permit_time(time.time())  # the next request counts from this start
-    status, body = await _robots_txt(ctx, rt, r, robots_url(url))
+    status, body = await _robots_txt(ctx, rt, r, robots_url(url), not_after)
     host, robots = urls.host(url), Robots(status, body)
     wait = max(r.options.delay, capped_delay(robots, r.settings.user_agent, r.options))
     wait += min(SLACK, wait / 10)
     await rt.port.robots_fetched(ctx, host, (status, body), started + wait)
 
 
-async def _robots_txt(ctx: Context, rt: ProcessState, r: _Ready, target: str) -> tuple[int, str]:
-    """Status and body of a host's robots.txt, following up to five redirects (RFC 9309);
-    a longer chain counts as unavailable (404), no answer as :data:`UNREACHABLE`."""
+async def _robots_txt(
+    ctx: Context, rt: ProcessState, r: _Ready, target: str, not_after: float
+) -> tuple[int, str]:
+    """Status and body of a host's robots.txt, following up to five redirects (RFC 9309),
+    each hop spaced on its host like any request; a longer chain counts as unavailable
+    (404), no answer as :data:`UNREACHABLE`. The first request goes by *not_after*."""
     headers = {"User-Agent": r.settings.user_agent}
-    for _ in range(MAX_REDIRECTS + 1):
+    for hop in range(MAX_REDIRECTS + 1):
         try:
+            if hop:  # a further request: it waits for its own start on its host
+                not_after = await pacing.paced(ctx, rt, urls.host(target), r.options.delay)
             resp = await client.fetch(
-                rt.client(), target, headers=headers, timeout=r.options.timeout, max_bytes=MAX_BYTES
+                rt.client(),
+                target,
+                headers=headers,
+                timeout=r.options.timeout,
+                max_bytes=MAX_BYTES,
+                not_after=not_after,
             )
         except FetchError:
             return UNREACHABLE, ""
@@ -128,7 +139,7 @@ async def _robots_txt(ctx: Context, rt: ProcessState, r: _Ready, target: str) ->
 
 
 async def _fetch(
-    ctx: Context, rt: ProcessState, plan: Plan, crawl_id: int, url: str
+    ctx: Context, rt: ProcessState, plan: Plan, crawl_id: int, url: str, not_after: float
 ) -> dict[str, Any] | None:
     r = _ready(plan)
     started = time.time()
@@ -142,6 +153,7 @@ async def _fetch(
             headers=headers,
             timeout=r.options.timeout,
             max_bytes=r.options.max_bytes,
+            not_after=not_after,
         )
     except FetchError as error:
         rt.finished.append((ctx.id, ctx.attempt))

@@ -17,11 +17,12 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.utils import formatdate
 from pathlib import Path
 
+from trawl.demo import stamps
 from trawl.demo.site import HOSTS, Key, Site, generate, render
 
 REASONS = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 503: "Service Unavailable"}
@@ -29,7 +30,7 @@ REASONS = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 503: "Service 
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    at: float  # when the request head arrived
+    at: float  # when the request head's first bytes reached this machine (the kernel's stamp)
     host: str  # label
     path: str
     status: int
@@ -98,42 +99,52 @@ class SiteServer:
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        servers = []
+        listeners = []
         for label in self.labels:
-            server = await asyncio.start_server(self._handler(label), "127.0.0.1", 0)
-            self.ports[label] = server.sockets[0].getsockname()[1]
-            servers.append(server)
+            listener = socket.create_server(("127.0.0.1", 0), backlog=512)
+            listener.setblocking(False)
+            self.ports[label] = listener.getsockname()[1]
+            listeners.append(listener)
+        accepting = [
+            asyncio.create_task(self._accept(label, s))
+            for label, s in zip(self.labels, listeners, strict=True)
+        ]
         self._ready.set()
         await self._stop.wait()
-        for server in servers:
-            server.close()
+        for task in accepting:
+            task.cancel()
+        for listener in listeners:
+            listener.close()
 
-    def _handler(
-        self, label: str
-    ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
-        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await self._connection(label, reader, writer)
+    async def _accept(self, label: str, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        connections: set[asyncio.Task[None]] = set()
+        while True:
+            conn, _ = await loop.sock_accept(listener)
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            stamps.enable(conn)
+            task = asyncio.create_task(self._connection(label, conn))
+            connections.add(task)
+            task.add_done_callback(connections.discard)
 
-        return handle
-
-    async def _connection(
-        self, label: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError, OSError):
+    async def _connection(self, label: str, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(ConnectionError, OSError):
+            buffer, at = b"", 0.0
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                at = time.time()
-                if not await self._answer(label, head, at, writer):
-                    break
-        with contextlib.suppress(Exception):
-            writer.close()
+                end = buffer.find(b"\r\n\r\n")
+                if end < 0:
+                    data, stamp = await stamps.receive(conn)
+                    if not data:
+                        return
+                    at = at if buffer else stamp  # a head's first bytes are its arrival
+                    buffer += data
+                    continue
+                head, buffer = buffer[: end + 4], buffer[end + 4 :]
+                if not await self._answer(label, head, at, conn):
+                    return
+                at = time.time()  # a pipelined head already read arrived by now
 
-    async def _answer(
-        self, label: str, head: bytes, at: float, writer: asyncio.StreamWriter
-    ) -> bool:
+    async def _answer(self, label: str, head: bytes, at: float, conn: socket.socket) -> bool:
         lines = head.decode("latin-1").split("\r\n")
         _, path, _ = [*lines[0].split(" "), "", ""][:3]
         headers = {
@@ -147,8 +158,7 @@ class SiteServer:
             await asyncio.sleep(self.script.latency)
         status, extra, body = self._respond(label, key, headers)
         self.log.append(Request(at, label, path, status))
-        writer.write(_head(status, extra, len(body)) + body)
-        await writer.drain()
+        await asyncio.get_running_loop().sock_sendall(conn, _head(status, extra, len(body)) + body)
         return headers.get("connection", "").lower() != "close"
 
     def _respond(

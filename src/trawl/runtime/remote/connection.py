@@ -248,7 +248,7 @@ class Connection:
             if not waiter.done():
                 waiter.set_exception(TrackerUnavailable(f"connection to {self.url} lost"))
 
-    async def _measure_clock(self, samples: int = 5) -> None:
+    async def _measure_clock(self, samples: int = 16) -> None:
         """The tracker's clock minus ours, from the quickest of a few round trips (its time
         is taken half-way, so the error is at most half that round trip). Permits' start
         times are the tracker's: an error here would shift this pipeline's requests."""

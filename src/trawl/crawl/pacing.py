@@ -1,0 +1,43 @@
+"""When a request may go out on the wire: from its politeness start until a moment later.
+
+The gate plans a host's next start ``delay + SLACK`` after this one (politeness.py). A request
+that goes out more than half of SLACK after its own start could land closer than the delay
+to the next one, so it must not go: the HTTP client checks :func:`latest_send` right before
+it writes the request (client.LateStart) and the attempt plans again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+from trawl.crawl.client import FetchError
+from trawl.crawl.politeness import SLACK
+from trawl.crawl.state import ProcessState
+from trawl.runtime.context import Context
+
+
+def latest_send(delay: float) -> float:
+    """How long after its permitted start a request on a host with *delay* may still go
+    out (no limit without a delay)."""
+    return min(SLACK, delay / 10) / 2 if delay > 0 else math.inf
+
+
+async def paced(ctx: Context, rt: ProcessState, host: str, delay: float) -> float:
+    """Wait for the next start on *host* (a request beyond the attempt's own permit: a
+    redirect of robots.txt, a browser's sub-request); returns the moment, on this machine's
+    clock, by which the request must go out. Raises FetchError while the host is held off
+    (a 429 or 503)."""
+    if rt.blocked.get(host, 0.0) > time.time():
+        raise FetchError(f"{host} asked to be left alone for now (429/503)")
+    if delay <= 0:
+        return math.inf  # no spacing to keep: no round trip to the gate
+    start = await rt.port.pace(ctx, host, delay)
+    if start is None:
+        raise FetchError(f"{host} asked to be left alone for now (429/503)")
+    local = rt.port.local_time(start)
+    wait = local - time.time()
+    if wait > 0:
+        await asyncio.sleep(wait)
+    return local + latest_send(delay)

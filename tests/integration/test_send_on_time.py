@@ -1,0 +1,99 @@
+"""A request goes out on its politeness start or not at all: the HTTP client checks the
+permit right before it writes the request (client.LateStart), further requests of an
+attempt (robots.txt redirects) wait for starts of their own, and the test site stamps
+requests with the kernel's receive time."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import socket
+import time
+
+import pytest
+from aiohttp import web
+
+from tests.support import hostile, site_crawl
+from trawl.crawl import client
+from trawl.crawl.options import Options
+from trawl.demo import stamps
+from trawl.demo.httpd import serving
+
+pytestmark = pytest.mark.timing  # judges time: runs alone (scripts/check)
+
+
+async def _get(url: str, not_after: float | None) -> client.Response:
+    async with client.session(4) as session:
+        return await client.fetch(
+            session, url, headers={}, timeout=5.0, max_bytes=1 << 20, not_after=not_after
+        )
+
+
+def test_a_request_past_its_permit_is_not_sent_at_all() -> None:
+    with serving(pages=20) as server:
+        url = server.url(("main", "/"))
+        with pytest.raises(client.LateStart, match="past its permit"):
+            asyncio.run(_get(url, not_after=time.time() - 0.5))
+        assert server.requests() == []  # nothing reached the server, not even a head
+        before = time.time()
+        resp = asyncio.run(_get(url, not_after=time.time() + 5.0))
+        resp.exchange.body.close()
+    assert resp.status == 200
+    assert before <= resp.started <= resp.sent <= before + resp.elapsed + 0.5
+    [logged] = server.requests()
+    assert resp.sent <= logged.at  # the kernel received it after it was written
+
+
+def test_the_server_log_has_the_kernels_receive_time_not_the_read_time() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    sender = socket.create_connection(listener.getsockname())
+    conn, _ = listener.accept()
+    with listener, sender, conn:
+        stamped = stamps.enable(conn)
+        sent = time.time()
+        sender.sendall(b"GET / HTTP/1.1\r\n\r\n")
+        time.sleep(0.3)  # the server reads late, as a busy one would
+        data, at = asyncio.run(stamps.receive(conn))
+    assert data == b"GET / HTTP/1.1\r\n\r\n"
+    if not stamped:
+        pytest.skip("this kernel gives no receive stamps (Linux SO_TIMESTAMPING)")
+    assert sent <= at < sent + 0.1
+
+
+def test_stamps_without_ancillary_data_fall_back_to_now() -> None:
+    before = time.time()
+    assert before <= stamps.stamp_of([]) <= time.time()
+    assert before <= stamps.stamp_of([(socket.SOL_SOCKET, stamps.SO_TIMESTAMPING, b"")])
+
+
+def _redirecting_robots() -> web.RouteTableDef:
+    routes = web.RouteTableDef()
+    hops = {"/robots.txt": "/r1", "/r1": "/r2", "/r2": "/rules.txt"}
+
+    @routes.get("/{name}")
+    async def page(request: web.Request) -> web.Response:
+        if request.path in hops:
+            raise web.HTTPFound(hops[request.path])
+        if request.path == "/rules.txt":
+            return web.Response(text="User-agent: *\nDisallow: /private\n")
+        body = '<a href="/a">a</a> <a href="/private">p</a>'
+        return web.Response(text=f"<html>{body}</html>", content_type="text/html")
+
+    return routes
+
+
+def test_each_robots_redirect_waits_for_the_hosts_delay(sqlite_url: str) -> None:
+    delay = 0.3
+    with hostile.serve_hosts([_redirecting_robots()]) as [host]:
+        server_options = Options(robots=True, delay=delay, timeout=5.0)
+        crawl_id = site_crawl.create(
+            sqlite_url, None, seeds=(f"{host.base}/index",), options=server_options
+        )
+        site_crawl.run(sqlite_url, crawl_id)
+    paths = host.paths()
+    assert paths[:4] == ["/robots.txt", "/r1", "/r2", "/rules.txt"]
+    assert "/private" not in paths  # the rules at the end of the chain were applied
+    assert {"/index", "/a"} <= set(paths)
+    times = sorted(at for _, at in host.log)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= delay - 0.005, gaps  # the log's clock reads a little late
