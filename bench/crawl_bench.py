@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -98,9 +99,9 @@ def serve(pages: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
     return proc, json.loads(proc.stdout.readline())
 
 
-def trawl(db: str, root: str, work: Path, *extra: str) -> dict[str, float]:
+def trawl(db: str, root: str, work: Path, *extra: str, binary: Path = TRAWL) -> dict[str, float]:
     args = [
-        str(TRAWL),
+        str(binary),
         "--db",
         db,
         "crawl",
@@ -116,7 +117,7 @@ def trawl(db: str, root: str, work: Path, *extra: str) -> dict[str, float]:
     ]
     row = measured(args, work / "trawl.log")
     out = subprocess.run(
-        [str(TRAWL), "--db", db, "crawl", "list", "--json"],
+        [str(binary), "--db", db, "crawl", "list", "--json"],
         capture_output=True,
         text=True,
         check=True,
@@ -163,20 +164,26 @@ def scrapy(root: str, work: Path) -> dict[str, float]:
     return row
 
 
-def postgres_url() -> tuple[str, object]:
+def postgres_url(binary: Path = TRAWL) -> tuple[str, object]:
     sys.path.insert(0, str(HERE))
     from harness import postgres
 
     server = postgres.connect()
     name = server.create("crawl")
     url = server.database_url(name)
-    subprocess.run([str(TRAWL), "--db", url, "db", "upgrade"], check=True, capture_output=True)
+    subprocess.run([str(binary), "--db", url, "db", "upgrade"], check=True, capture_output=True)
     return url, (server, name)
 
 
-def run(size: int, systems: list[str], work: Path) -> list[dict[str, object]]:
+def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[dict[str, object]]:
     rows = []
     for system in systems:
+        if system.endswith("@before"):  # the same row, by the trawl of another checkout
+            if before is None:
+                raise SystemExit(f"{system}: give --before DIR (a checkout with its .venv)")
+            rows.append(_before(size, system, work, before, len(rows)))
+            print(_line(rows[-1]), flush=True)
+            continue
         server, origin = serve(size)
         root = origin["main"] + "/"
         place = work / f"{system}-{size}-{len(rows)}"  # a system may run more than once
@@ -202,12 +209,41 @@ def run(size: int, systems: list[str], work: Path) -> list[dict[str, object]]:
             if cleanup is not None:
                 pg, name = cleanup  # type: ignore[misc]
                 pg.drop(name)
-        row["pages_per_s"] = row["pages"] / row["wall_s"] if row["wall_s"] else 0.0
-        # CPU time per page is what another machine's load does not change much.
-        row["cpu_ms_per_page"] = 1000 * row["cpu_s"] / row["pages"] if row["pages"] else 0.0
-        rows.append({"system": system, "site_pages": size, **row})
+        rows.append(_rated({"system": system, "site_pages": size, **row}))
         print(_line(rows[-1]), flush=True)
     return rows
+
+
+def _before(size: int, system: str, work: Path, before: Path, n: int) -> dict[str, object]:
+    binary = before / ".venv" / "bin" / "trawl"
+    server, origin = serve(size)
+    place = work / f"{system}-{size}-{n}"
+    place.mkdir(parents=True)
+    cleanup = None
+    try:
+        if system == "trawl-sqlite@before":
+            row = trawl(
+                f"sqlite:///{place / 'crawl.db'}", origin["main"] + "/", place, binary=binary
+            )
+        elif system == "trawl-postgresql@before":
+            url, cleanup = postgres_url(binary)
+            row = trawl(url, origin["main"] + "/", place, binary=binary)
+        else:
+            raise SystemExit(f"{system}: only trawl-sqlite@before and trawl-postgresql@before")
+    finally:
+        server.terminate()
+        server.wait()
+        if cleanup is not None:
+            pg, name = cleanup  # type: ignore[misc]
+            pg.drop(name)
+    return _rated({"system": system, "site_pages": size, **row})
+
+
+def _rated(row: dict[str, Any]) -> dict[str, Any]:
+    row["pages_per_s"] = row["pages"] / row["wall_s"] if row["wall_s"] else 0.0
+    # CPU time per page is what another machine's load does not change much.
+    row["cpu_ms_per_page"] = 1000 * row["cpu_s"] / row["pages"] if row["pages"] else 0.0
+    return row
 
 
 def _line(row: dict[str, object]) -> str:
@@ -226,6 +262,12 @@ def main() -> int:
     parser.add_argument(
         "--only", default="trawl-sqlite,trawl-sqlite-nosync,trawl-postgresql,wget,scrapy"
     )  # trawl-browser too: `--only trawl-sqlite,trawl-browser --sizes 500`
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="another checkout (with its .venv) whose trawl runs the rows named"
+        " trawl-sqlite@before and trawl-postgresql@before, for a before/after table in one run",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in (args.sizes or ("2000" if args.quick else "2000,20000")).split(",")]
     systems = args.only.split(",")
@@ -236,7 +278,7 @@ def main() -> int:
     rows = []
     try:
         for size in sizes:
-            rows += run(size, systems, work)
+            rows += run(size, systems, work, args.before)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     meta = {"cpus": os.cpu_count(), "depth": DEPTH, "concurrency": CONCURRENCY, "at": time.time()}

@@ -70,7 +70,7 @@ class Gate:
         without a *browser* (a remote pipeline that said none) gets no page that wants
         one: it is deferred, for a fetcher with a browser to take."""
         tables = store.crawls
-        with store.write():
+        with store.write(soft=True):
             for done_item, done_attempt in finished:
                 tables.release(done_item, done_attempt)
             at = (crawl_id, url, item_id, attempt)
@@ -201,7 +201,7 @@ def host_failed(store: Store, host: str, grace: float) -> float | None:
     host is down, or the page is bad, so the host is no longer held back and its pages'
     tries count again - the crawl still ends."""
     tables = store.crawls
-    with store.write():
+    with store.write(soft=True):
         now = store.clock()
         counted, errors, since, blocked = tables.host_error(host, now)
         if now - since > grace:
@@ -218,7 +218,7 @@ def pace_host(store: Store, host: str, delay: float) -> float | None:
     the one before (pages and sub-requests share the host's spacing); ``None`` while the
     host is blocked. Sub-requests take no slot: the page they belong to holds one."""
     tables = store.crawls
-    with store.write():
+    with store.write(soft=True):
         now = store.clock()
         next_at, blocked, _ = tables.host(host)
         if blocked is not None and blocked > now:
@@ -230,7 +230,7 @@ def pace_host(store: Store, host: str, delay: float) -> float | None:
 
 def block_host(store: Store, host: str, until: float) -> None:
     """Hold off every request to *host* until *until* (after a 429 or a 503)."""
-    with store.write():
+    with store.write(soft=True):
         store.crawls.block(host, until)
 
 
@@ -240,7 +240,7 @@ def store_robots(
     """Keep a host's robots.txt for every worker, free the slot its fetch used, and keep the
     next request on the host *not_before* (the robots.txt fetch's start + Crawl-delay)."""
     tables = store.crawls
-    with store.write():
+    with store.write(soft=True):
         tables.put_robots(host, robots[0], robots[1], store.clock())
         next_at, _, _ = tables.host(host)
         if not_before > next_at:

@@ -174,7 +174,15 @@ class LocalBackend:
         self._claim, self._tasks, self._connections = claim, list(tasks), connections
         self._on_store = on_store
         self.thread = StoreThread(Store(url, clock=clock.now))
-        self.reader: Reader = self.thread
+        # On PostgreSQL a task's own short transactions (the crawler's politeness gate) get
+        # a connection of their own: behind lane 0 they would wait for every commit's WAL
+        # flush. SQLite has one writer whichever connection asks, so they share lane 0's.
+        self._reads = (
+            None
+            if self.thread.store.is_sqlite
+            else StoreThread(Store(url, clock=clock.now), name="trawl-db-reads")
+        )
+        self.reader: Reader = self._reads or self.thread
         self._renewer = StoreThread(Store(url, clock=clock.now), name="trawl-db-leases")
         self._extra: list[StoreThread] = []
         self._listener: Listener | None = None
@@ -195,6 +203,8 @@ class LocalBackend:
         for task, count in requeued.items():
             log.info("task %s has a new version: %d results are due again", task, count)
         self._on_store(self.thread.store)
+        if self._reads is not None:
+            self._on_store(self._reads.store)
 
     def lanes(self) -> list[Lane]:
         self._extra = [
@@ -225,5 +235,6 @@ class LocalBackend:
     async def close(self) -> None:
         if self._listener is not None:
             self._listener.stop()
-        for thread in [*self._extra, self._renewer, self.thread]:
+        reads = [self._reads] if self._reads is not None else []
+        for thread in [*self._extra, *reads, self._renewer, self.thread]:
             await asyncio.to_thread(thread.close)

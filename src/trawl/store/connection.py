@@ -30,6 +30,7 @@ _JOURNAL_COLUMNS = ("at", "kind", "item_id", "task", "detail")
 # All of a transaction's journal rows in one statement (seqs follow the list's order).
 JOURNAL_LOCK_SQL = f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})"
 JOURNAL_NOTIFY_SQL = "SELECT pg_notify('trawl_journal', '')"
+ASYNC_COMMIT_SQL = "SET LOCAL synchronous_commit TO OFF"  # a soft write's (Database.write)
 # Bounded waits on PostgreSQL: a lock waited for past lock_timeout is a TransientConflict
 # (retried), and a session that sits in a transaction doing nothing (a stopped or stuck
 # process) is ended by the server, so its locks cannot block every other writer.
@@ -99,10 +100,15 @@ class Database:
         self.engine.dispose()
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[sa.Connection]:
-        """A write transaction; nested calls become savepoints."""
+    def write(self, *, soft: bool = False) -> Iterator[sa.Connection]:
+        """A write transaction; nested calls become savepoints. *soft*: what it writes may
+        be lost in a crash of the database server (never in one of this process), so on
+        PostgreSQL its COMMIT does not wait for the WAL flush - nor does every transaction
+        queued behind its row locks. For state that is rebuilt or expires by itself, such
+        as a host's next request start."""
         if self._depth or self._writer is None:
-            with self._transaction("BEGIN IMMEDIATE" if self.is_sqlite else "BEGIN") as conn:
+            begin = "BEGIN IMMEDIATE" if self.is_sqlite else "BEGIN"
+            with self._transaction(begin, soft=soft and not self.is_sqlite) as conn:
                 yield conn
             return
         try:
@@ -139,7 +145,7 @@ class Database:
             yield conn
 
     @contextlib.contextmanager
-    def _transaction(self, begin: str) -> Iterator[sa.Connection]:
+    def _transaction(self, begin: str, *, soft: bool = False) -> Iterator[sa.Connection]:
         conn = self.conn
         if self._unit and self._depth == 1:
             self._depth += 1  # what nests inside this part gets savepoints as usual
@@ -154,8 +160,12 @@ class Database:
             return
         if self._driver.pipelined:
             self._driver.send(self._raw, begin)  # goes out with the first statement
+            if soft:
+                self._driver.send(self._raw, ASYNC_COMMIT_SQL)
         else:
             self._run(conn, begin)
+            if soft:
+                self._run(conn, ASYNC_COMMIT_SQL)
         self._depth = 1
         try:
             yield conn

@@ -6,9 +6,12 @@ Every verb runs inside the caller's transaction unless it says otherwise.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from sqlalchemy import TextClause
 
 from trawl.model.records import NewItem
 from trawl.store import bulk, codec
@@ -157,11 +160,20 @@ _HOST_BLOCK = q(
     " AND (blocked_until IS NULL OR blocked_until < :until)"
 )
 # A slot counts while its page's job is still running the attempt that took it.
-_SLOTS_HELD = q(
-    "SELECT count(*) FROM crawl_slots s JOIN jobs j"
-    f" ON j.item_id = s.item_id AND j.task = '{FETCH_TASK}'"
-    " WHERE s.key = :key AND s.until > :now AND j.status = 'running' AND j.attempt = s.attempt"
-)
+
+
+@functools.cache
+def _slots_held(keys: int) -> TextClause:
+    """Slots in use for *keys* keys (``:k0``...), one count per key in use, in one query."""
+    named = ", ".join(f":k{n}" for n in range(keys))
+    return q(
+        "SELECT s.key, count(*) FROM crawl_slots s JOIN jobs j"
+        f" ON j.item_id = s.item_id AND j.task = '{FETCH_TASK}'"
+        f" WHERE s.key IN ({named}) AND s.until > :now AND j.status = 'running'"
+        " AND j.attempt = s.attempt GROUP BY s.key"
+    )
+
+
 _TAKE_SLOT = q(
     "INSERT INTO crawl_slots (key, item_id, attempt, until) VALUES (:key, :item_id, :attempt,"
     " :until) ON CONFLICT (key, item_id) DO UPDATE SET attempt = excluded.attempt,"
@@ -394,8 +406,10 @@ class CrawlTables:
     def host_ok(self, host: str) -> None:
         self.db.execute(_HOST_OK, {"host": host})
 
+    # The writes of the politeness gate nobody reads back go with the next statement or
+    # the COMMIT (one round trip on PostgreSQL; Database.send).
     def set_next(self, host: str, next_at: float) -> None:
-        self.db.execute(_HOST_NEXT, {"host": host, "next_at": next_at})
+        self.db.send(_HOST_NEXT, {"host": host, "next_at": next_at})
 
     def block(self, host: str, until: float) -> None:
         self.db.execute(_HOST_INIT, {"host": host})  # a host not yet seen can be blocked too
@@ -404,19 +418,20 @@ class CrawlTables:
     def held(self, keys: Sequence[str], now: float) -> dict[str, int]:
         """Slots in use per key."""
         found = dict.fromkeys(keys, 0)
-        for key in keys:
-            found[key] = int(self.db.execute(_SLOTS_HELD, {"key": key, "now": now}).scalar_one())
+        named = {f"k{n}": key for n, key in enumerate(keys)}
+        for key, count in self.db.execute(_slots_held(len(keys)), named | {"now": now}):
+            found[key] = int(count)
         return found
 
     def take(self, keys: Sequence[str], item_id: str, attempt: int, until: float) -> None:
         rows = [{"key": k, "item_id": item_id, "attempt": attempt, "until": until} for k in keys]
-        self.db.executemany(_TAKE_SLOT, rows)
+        self.db.send_many(_TAKE_SLOT, rows)
 
     def release(self, item_id: str, attempt: int) -> None:
-        self.db.execute(_RELEASE, {"item_id": item_id, "attempt": attempt})
+        self.db.send(_RELEASE, {"item_id": item_id, "attempt": attempt})
 
     def purge_slots(self, now: float) -> None:
-        self.db.execute(_PURGE_SLOTS, {"now": now})
+        self.db.send(_PURGE_SLOTS, {"now": now})
 
     def robots(self, host: str) -> tuple[int, str, float] | None:
         row = self.db.execute(_ROBOTS, {"host": host}).first()

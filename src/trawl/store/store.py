@@ -148,9 +148,12 @@ class Store:
 
     # -- transactions and the schema --------------------------------------------------------
 
-    def write(self) -> AbstractContextManager[object]:
-        """A write transaction (SQLite: the write lock, taken up front); nested, a savepoint."""
-        return self.db.write()
+    def write(self, *, soft: bool = False) -> AbstractContextManager[object]:
+        """A write transaction (SQLite: the write lock, taken up front); nested, a savepoint.
+        *soft*: its writes may be lost if the database server crashes (never if this
+        process does), for state that rebuilds or expires by itself; on PostgreSQL its
+        COMMIT then does not wait for the WAL flush."""
+        return self.db.write(soft=soft)
 
     def read(self) -> AbstractContextManager[object]:
         """A read transaction: one snapshot for the verbs inside."""
