@@ -2,17 +2,17 @@
 
 Two rows measured minutes apart compare two states of a machine whose speed drifts (other
 work, frequency): two quick runs an hour apart gave trawl/pgqueuer 1.27 and 0.71. Here a
-round is one trawl run (``1 process x100``) and one pgqueuer run (batch 100, its best
-variant) back to back, each on a fresh database, the one or the other first in turn, with
-enough jobs (``Plan.versus_jobs``) that a run lasts seconds, not tenths; the figure is the
-median of the rounds' ratios, so a slow minute slows both sides of the rounds it falls in.
+round is a run of each contender back to back, each on a fresh database: trawl's one
+process x100 on one connection and on two (``TRAWL``), and pgqueuer batch 100 (its best
+variant), in the opposite order every other round, with enough jobs
+(``Plan.versus_jobs``) that a run lasts seconds, not tenths. A trawl row's ratio is the
+median of its rounds' ratios, so a slow minute slows both sides of the rounds it falls in.
 
 Each run also records the CPU it cost per job, on the client side (``extra.cpu_us``) and in
 its PostgreSQL backends (``extra.server_cpu_us``; harness/cpu.py): load from other work
-changes wall time much more than CPU seconds, so CPU per job is the steadier comparison on
-a shared machine. trawl's is taken over the span its rate is (first to last commit);
-pgqueuer's over its timed span (``QueueManager.run``, which includes its start-up and its
-last empty dequeue).
+changes wall time more than CPU seconds, though both rise with it. trawl's is taken over
+the span its rate is (first to last commit); pgqueuer's over its timed span
+(``QueueManager.run``, which includes its start-up and its last empty dequeue).
 """
 
 from __future__ import annotations
@@ -28,7 +28,10 @@ from harness.progress import say
 from harness.rows import Row
 from harness.workloads import peers, process
 
-TRAWL_VARIANT = "1 process x100, rounds"
+# trawl's contenders: (variant, connections). Both hold 100 jobs in flight, as pgqueuer's
+# batch 100 does; the second splits them over two claim/commit lanes of 50, so one lane's
+# round trips and WAL flush overlap the other's batch (--connections 2).
+TRAWL = (("1 process x100, rounds", 1), ("1 process x100, 2 connections, rounds", 2))
 PEER_VARIANT = "batch 100, rounds"
 PEER = peers.PeerRow(
     system="pgqueuer",
@@ -42,49 +45,62 @@ PEER = peers.PeerRow(
 
 
 def run(plan: Plan, backend: Backend) -> list[Row]:
-    """[trawl's 1-process row, pgqueuer's batch-100 row], measured in alternation
-    (PostgreSQL only: pgqueuer has no other backend)."""
+    """trawl's rows and pgqueuer's batch-100 row, measured in alternation (PostgreSQL
+    only: pgqueuer has no other backend)."""
     if backend.dialect != "postgresql":
         return []
     jobs = plan.versus_jobs
     peer = dataclasses.replace(PEER, jobs=jobs)
-    trawl: list[dict[str, Any]] = []
-    other: list[dict[str, Any]] = []
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in [*dict(TRAWL), PEER_VARIANT]}
     with process._template(backend, jobs) as template:
         for i in range(plan.versus_rounds):
-            # ABBA: who goes first alternates, so a steady drift favours neither side.
-            if i % 2:
-                other.append(_peer(backend, peer, jobs))
-                trawl.append(_trawl(plan, backend, template, jobs))
-            else:
-                trawl.append(_trawl(plan, backend, template, jobs))
-                other.append(_peer(backend, peer, jobs))
-            ratio = trawl[-1]["rate"] / other[-1]["rate"]
-            say(
-                f"  round {i + 1}: trawl {trawl[-1]['rate']:,.0f} jobs/s "
-                f"({_cpu_text(trawl[-1])}), pgqueuer {other[-1]['rate']:,.0f} jobs/s "
-                f"({_cpu_text(other[-1])}): {ratio:.2f}x"
-            )
-    rows = [_row("trawl", TRAWL_VARIANT, trawl, plan), _row("pgqueuer", PEER_VARIANT, other, plan)]
+            order = list(runs)
+            # ABC, CBA: who goes first alternates, so a steady drift favours no one.
+            for name in order[::-1] if i % 2 else order:
+                if name == PEER_VARIANT:
+                    runs[name].append(_peer(backend, peer, jobs))
+                else:
+                    lanes = dict(TRAWL)[name]
+                    runs[name].append(_trawl(plan, backend, template, jobs, lanes))
+            say(f"  round {i + 1}: " + "; ".join(_run_text(n, r[-1]) for n, r in runs.items()))
+    other = runs[PEER_VARIANT]
+    rows = [_compared(name, runs[name], other, plan) for name, _ in TRAWL]
+    peer_row = _row("pgqueuer", PEER_VARIANT, other, plan)
+    peer_row.ratio_to_best_peer = 1.0
+    return [*rows, peer_row]
+
+
+def _compared(
+    variant: str, trawl: list[dict[str, Any]], other: list[dict[str, Any]], plan: Plan
+) -> Row:
+    """trawl's row, with the median of its rounds' ratios to pgqueuer as its ratio."""
+    row = _row("trawl", variant, trawl, plan)
     ratios = [t["rate"] / o["rate"] for t, o in zip(trawl, other, strict=True)]
-    rows[0].extra["round_ratios"] = [round(r, 3) for r in ratios]
-    rows[0].ratio_to_best_peer = statistics.median(ratios)  # the rounds', not the medians'
-    rows[1].ratio_to_best_peer = 1.0
+    row.extra["round_ratios"] = [round(r, 3) for r in ratios]
+    row.ratio_to_best_peer = statistics.median(ratios)  # the rounds', not the medians'
     cpu_ratio = _cpu_ratio(trawl, other)
     if cpu_ratio is not None:
-        rows[0].extra["cpu_ratio"] = round(cpu_ratio, 3)
+        row.extra["cpu_ratio"] = round(cpu_ratio, 3)
     say(
-        f"  trawl/pgqueuer: {statistics.median(ratios):.2f}x by rate (median of "
+        f"  trawl {variant} / pgqueuer: {statistics.median(ratios):.2f}x by rate (median of "
         f"{len(ratios)} rounds, {min(ratios):.2f}-{max(ratios):.2f})"
         + (f", {cpu_ratio:.2f}x by CPU per job" if cpu_ratio is not None else "")
     )
-    return rows
+    return row
 
 
-def _trawl(plan: Plan, backend: Backend, template: str, jobs: int) -> dict[str, Any]:
+def _run_text(name: str, run: dict[str, Any]) -> str:
+    return f"{name.removesuffix(', rounds')} {run['rate']:,.0f} jobs/s ({_cpu_text(run)})"
+
+
+def _trawl(
+    plan: Plan, backend: Backend, template: str, jobs: int, connections: int
+) -> dict[str, Any]:
     with backend.clone(template, "versus") as url:
         with cpu.Sampler(url) as sampler:
-            wall = workers.run(url, 1, plan.concurrency, on_start=sampler.watch)
+            wall = workers.run(
+                url, 1, plan.concurrency, connections=connections, on_start=sampler.watch
+            )
         steady = process._steady(backend, url, jobs)
     client, server = sampler.between(steady.first, steady.last)
     return {
@@ -92,6 +108,7 @@ def _trawl(plan: Plan, backend: Backend, template: str, jobs: int) -> dict[str, 
         "wall_s": round(wall, 3),
         "cpu_us": _per_job(client, steady.jobs),
         "server_cpu_us": None if server is None else _per_job(server, steady.jobs),
+        "connections": connections,
     }
 
 
@@ -118,7 +135,7 @@ def _cpu_text(run: dict[str, Any]) -> str:
     total = _total(run)
     if total is None:
         return f"client {run['cpu_us']:.0f} us/job"
-    return f"{total:.0f} us CPU/job: client {run['cpu_us']:.0f} + server {run['server_cpu_us']:.0f}"
+    return f"{total:.0f} us CPU/job: {run['cpu_us']:.0f} + server {run['server_cpu_us']:.0f}"
 
 
 def _cpu_ratio(trawl: list[dict[str, Any]], other: list[dict[str, Any]]) -> float | None:
@@ -138,7 +155,12 @@ def _row(system: str, variant: str, runs: list[dict[str, Any]], plan: Plan) -> R
         extra["wall_s"] = [r["wall_s"] for r in runs]
     params: dict[str, Any] = {"jobs": plan.versus_jobs, "rounds": plan.versus_rounds}
     params |= (
-        {"processes": 1, "concurrency": plan.concurrency, "driver": workers.driver()}
+        {
+            "processes": 1,
+            "concurrency": plan.concurrency,
+            "connections": runs[0]["connections"],
+            "driver": workers.driver(),
+        }
         if system == "trawl"
         else {"batch": 100}
     )
