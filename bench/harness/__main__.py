@@ -24,11 +24,12 @@ from harness.workloads import (
     policies,
     process,
     scheduling,
+    versus,
 )
 
 WORKLOADS = (
     "enqueue", "bulk", "api", "live", "pipelines", "claim", "scheduling", "policies", "process",
-    "compare",
+    "versus", "compare",
 )  # fmt: skip
 BACKENDS = ("sqlite", "sqlite-full", "postgresql")
 # Syncing the WAL at every commit (sqlite-full) is measured where it changes the comparison
@@ -113,9 +114,11 @@ def _run_all(
         ("claim", lambda p, b: claim.run(p, b, sizes)),
         ("scheduling", scheduling.run),
         ("policies", policies.run),
-        # process, then compare, which starts with the peers' no-op rows: the machine's
-        # speed drifts over minutes, so the rows compared with each other run back to back
+        # process, versus (trawl and pgqueuer in alternating rounds), then compare, which
+        # starts with the peers' no-op rows: the machine's speed drifts over minutes, so
+        # the rows compared with each other run back to back
         ("process", process.run),
+        ("versus", versus.run),
         ("compare", compare.run),
     ]
     for name in chosen:

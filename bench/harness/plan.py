@@ -15,6 +15,10 @@ class Plan:
     # larger batch size in the peer comparison, so both move 100 jobs a round.
     concurrency: int = 100
     raw_batch: int = 100  # rows per claim and per complete in the raw-SQL baseline
+    # trawl against pgqueuer on PostgreSQL (workloads/versus.py): jobs per run, so a run
+    # lasts seconds, and rounds of one run each, alternating.
+    versus_jobs: int = 20_000
+    versus_rounds: int = 6
     enqueue_batch: int  # items in one bulk add
     enqueue_single: int  # items added one call (one transaction) each
     # ``enqueue batch`` at scale (workloads/bulk.py): items in one file; None: not run.
@@ -41,6 +45,8 @@ FULL = Plan(
     enqueue_batch=20_000,
     enqueue_single=2_000,
     enqueue_large=1_000_000,
+    versus_jobs=50_000,
+    versus_rounds=8,
     claim_sizes=(10_000, 100_000, 1_000_000, 10_000_000),
     claim_calls=300,
 )

@@ -57,8 +57,11 @@ PEERS = ("pgqueuer", "procrastinate", "celery", "huey")
 
 def set_best_peer(rows: list[Row]) -> None:
     """``ratio_to_best_peer``: the row's median over the best peer row's median for the same
-    workload and backend (Celery's backend is Redis, so it is its own group)."""
+    workload and backend (Celery's backend is Redis, so it is its own group). A row that
+    has one already (measured in rounds against a peer, workloads/versus.py) keeps it."""
     for row in rows:
+        if row.ratio_to_best_peer is not None:
+            continue
         peers = [
             r
             for r in rows

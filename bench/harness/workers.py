@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from harness.trawl_db import APPS, NOOP_APP
@@ -62,8 +63,10 @@ def run(
     concurrency: int,
     app: str = NOOP_APP,
     connections: int = 1,
+    on_start: Callable[[list[int]], None] | None = None,
 ) -> float:
-    """Start *processes* workers at once and wait for all to exit; returns the wall time."""
+    """Start *processes* workers at once and wait for all to exit; returns the wall time.
+    *on_start* gets their process ids once they are started."""
     env = os.environ | {"TRAWL_DB": url}
     started = time.perf_counter()
     procs = [
@@ -76,6 +79,8 @@ def run(
         )
         for _ in range(processes)
     ]
+    if on_start is not None:
+        on_start([p.pid for p in procs])
     errors = [_wait(p) for p in procs]
     wall = time.perf_counter() - started
     failed = [e for e in errors if e is not None]

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+from pathlib import Path
 
 
 def arguments() -> argparse.Namespace:
@@ -40,3 +42,28 @@ class Span:
 
     def __exit__(self, *exc: object) -> None:
         self.seconds = time.perf_counter() - self.started
+
+
+class CpuSpan:
+    """CPU seconds of a block: this process's, and a local server process's (a PostgreSQL
+    backend, read from /proc; None when it cannot be read)."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.pid = server_pid
+
+    def __enter__(self) -> CpuSpan:
+        self._client, self._server = time.process_time(), _process_seconds(self.pid)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client = time.process_time() - self._client
+        end = _process_seconds(self.pid)
+        self.server = None if end is None or self._server is None else end - self._server
+
+
+def _process_seconds(pid: int) -> float | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -8,7 +8,7 @@ import asyncio
 from datetime import timedelta
 
 import asyncpg
-from common import Span, arguments, report
+from common import CpuSpan, Span, arguments, report
 from pgqueuer import QueueManager
 from pgqueuer.db import AsyncpgDriver
 from pgqueuer.models import Job
@@ -51,7 +51,9 @@ async def measure(args: argparse.Namespace, conn: asyncpg.Connection) -> None:
             await asyncio.sleep(0.01)
 
     limit = args.concurrency if args.concurrency >= 2 * args.batch else None
-    with Span() as span:
+    # Its one connection is its one backend: the server's CPU for the run is that process's.
+    backend = await conn.fetchval("SELECT pg_backend_pid()")
+    with Span() as span, CpuSpan(backend) as cpu:
         await qm.run(
             dequeue_timeout=timedelta(seconds=0.2),
             batch_size=args.batch,
@@ -61,7 +63,7 @@ async def measure(args: argparse.Namespace, conn: asyncpg.Connection) -> None:
     left = await conn.fetchval("SELECT count(*) FROM pgqueuer")
     if left:
         raise SystemExit(f"pgqueuer left {left} jobs")
-    report(args.jobs, span.seconds)
+    report(args.jobs, span.seconds, cpu_s=cpu.client, server_cpu_s=cpu.server)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -50,8 +51,9 @@ def versions() -> dict[str, str]:
 
 def _call(
     script: str, workload: str, targets: list[str], jobs: int, env: dict[str, str], **opts: int
-) -> list[float]:
-    """One script process for all runs of a row; one rate per target (run)."""
+) -> list[dict[str, Any]]:
+    """One script process for all runs of a row; one result per target (run): ``rate``,
+    and where the script measures them ``cpu_s`` and ``server_cpu_s``."""
     args = [str(venv_python()), str(PEERS / script), workload, str(jobs), *targets]
     for name, value in opts.items():
         args += [f"--{name}", str(value)]
@@ -63,7 +65,7 @@ def _call(
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if len(lines) != len(targets):
         raise RuntimeError(f"{script} {workload}: {len(lines)} results for {len(targets)} runs")
-    return [float(json.loads(line)["rate"]) for line in lines]
+    return [json.loads(line) for line in lines]
 
 
 def _pg_url(url: str) -> str:
@@ -88,6 +90,15 @@ class PeerRow:
         return {name: value for name, value in given.items() if value is not None}
 
 
+def run_once(backend: Backend, peer: PeerRow) -> dict[str, Any]:
+    """One run of a PostgreSQL peer row on a fresh database: its script's result line."""
+    with backend.database(f"peer_{peer.system}") as url:
+        (result,) = _call(
+            f"{peer.system}_peer.py", peer.script, [_pg_url(url)], peer.jobs, {}, **peer.options()
+        )
+    return result
+
+
 def measure(plan: Plan, backend: Backend, peer: PeerRow, env: dict[str, str] | None = None) -> Row:
     """``plan.runs`` runs of one peer row, each on a database of its own."""
     system = peer.system
@@ -105,7 +116,10 @@ def measure(plan: Plan, backend: Backend, peer: PeerRow, env: dict[str, str] | N
             tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-huey-")))
             targets = [str(tmp / f"huey-{i}.db") for i in range(plan.runs)]
             env["BENCH_SQLITE_SYNC"] = backend.synchronous or "NORMAL"
-        rates = _call(script, peer.script, targets, peer.jobs, env, **peer.options())
+        rates = [
+            float(r["rate"])
+            for r in _call(script, peer.script, targets, peer.jobs, env, **peer.options())
+        ]
     for i, rate in enumerate(rates):
         say(
             f"  {system} {backend.name} {peer.workload} ({peer.variant}) run {i + 1}: {rate:,.0f}/s"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from harness import raw, seed, trawl_db, workers
@@ -26,10 +27,12 @@ WORKLOAD = "process no-op"
 def run(plan: Plan, backend: Backend) -> list[Row]:
     with _template(backend, plan.process_jobs) as template:
         baseline = _raw(plan, backend, template)
-        rows = [_trawl(plan, backend, template, n) for n in plan.processes]
+        # On PostgreSQL one process is measured in rounds with pgqueuer (workloads/versus.py).
+        counts = [n for n in plan.processes if n > 1 or backend.dialect != "postgresql"]
+        rows = [_trawl(plan, backend, template, n) for n in counts]
         if backend.dialect == "postgresql":
             # Two lanes pay once each lane's batch is a full 100 (docs/concepts.md).
-            rows.insert(1, _trawl(plan, backend, template, 1, concurrency=200, connections=2))
+            rows.insert(0, _trawl(plan, backend, template, 1, concurrency=200, connections=2))
     for row in rows:
         set_ratio(row, baseline)
     return [baseline, *rows]
@@ -92,6 +95,23 @@ _DONE_JOURNAL = "SELECT count(*), count(DISTINCT item_id) FROM journal WHERE kin
 def _steady_rate(backend: Backend, url: str, jobs: int) -> float:
     """Jobs committed after the first commit, over the time from it to the last one; checks
     on the way that every job was committed exactly once."""
+    return _steady(backend, url, jobs).rate
+
+
+@dataclass(frozen=True)
+class Steady:
+    """The steady span of a run: from its first commit to its last (database times)."""
+
+    jobs: int  # committed after the first commit
+    first: float
+    last: float
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / (self.last - self.first)
+
+
+def _steady(backend: Backend, url: str, jobs: int) -> Steady:
     conn = backend.raw(url)
     try:
         done, first, last = _one(conn, _SPAN)
@@ -104,7 +124,7 @@ def _steady_rate(backend: Backend, url: str, jobs: int) -> float:
             f"{jobs} jobs, but {done} done, {journal} job.done journal rows for "
             f"{distinct} items: a job was lost or committed twice"
         )
-    return float(jobs - in_first) / float(last - first)
+    return Steady(jobs=jobs - in_first, first=float(first), last=float(last))
 
 
 def _one(conn: Any, sql: str) -> tuple[Any, ...]:

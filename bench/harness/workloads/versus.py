@@ -1,0 +1,177 @@
+"""trawl against pgqueuer on PostgreSQL no-op jobs, in interleaved rounds.
+
+Two rows measured minutes apart compare two states of a machine whose speed drifts (other
+work, frequency): two quick runs an hour apart gave trawl/pgqueuer 1.27 and 0.71. Here a
+round is a run of each contender back to back, each on a fresh database: trawl's one
+process x100 on one connection and on two (``TRAWL``), and pgqueuer batch 100 (its best
+variant), in the opposite order every other round, with enough jobs
+(``Plan.versus_jobs``) that a run lasts seconds, not tenths. A trawl row's ratio is the
+median of its rounds' ratios, so a slow minute slows both sides of the rounds it falls in.
+
+Each run also records the CPU it cost per job, on the client side (``extra.cpu_us``) and in
+its PostgreSQL backends (``extra.server_cpu_us``; harness/cpu.py): load from other work
+changes wall time more than CPU seconds, though both rise with it. trawl's is taken over
+the span its rate is (first to last commit); pgqueuer's over its timed span
+(``QueueManager.run``, which includes its start-up and its last empty dequeue).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import Any
+
+from harness import cpu, workers
+from harness.backends import Backend
+from harness.plan import Plan
+from harness.progress import say
+from harness.rows import Row
+from harness.workloads import peers, process
+
+# trawl's contenders: (variant, connections). Both hold 100 jobs in flight, as pgqueuer's
+# batch 100 does; the second splits them over two claim/commit lanes of 50, so one lane's
+# round trips and WAL flush overlap the other's batch (--connections 2).
+TRAWL = (("1 process x100, rounds", 1), ("1 process x100, 2 connections, rounds", 2))
+PEER_VARIANT = "batch 100, rounds"
+PEER = peers.PeerRow(
+    system="pgqueuer",
+    workload=process.WORKLOAD,
+    variant=PEER_VARIANT,
+    jobs=0,  # set per plan
+    script="noop",
+    params={"batch": 100},
+    batch=100,
+)
+
+
+def run(plan: Plan, backend: Backend) -> list[Row]:
+    """trawl's rows and pgqueuer's batch-100 row, measured in alternation (PostgreSQL
+    only: pgqueuer has no other backend)."""
+    if backend.dialect != "postgresql":
+        return []
+    jobs = plan.versus_jobs
+    peer = dataclasses.replace(PEER, jobs=jobs)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in [*dict(TRAWL), PEER_VARIANT]}
+    with process._template(backend, jobs) as template:
+        for i in range(plan.versus_rounds):
+            order = list(runs)
+            # ABC, CBA: who goes first alternates, so a steady drift favours no one.
+            for name in order[::-1] if i % 2 else order:
+                if name == PEER_VARIANT:
+                    runs[name].append(_peer(backend, peer, jobs))
+                else:
+                    lanes = dict(TRAWL)[name]
+                    runs[name].append(_trawl(plan, backend, template, jobs, lanes))
+            say(f"  round {i + 1}: " + "; ".join(_run_text(n, r[-1]) for n, r in runs.items()))
+    other = runs[PEER_VARIANT]
+    rows = [_compared(name, runs[name], other, plan) for name, _ in TRAWL]
+    peer_row = _row("pgqueuer", PEER_VARIANT, other, plan)
+    peer_row.ratio_to_best_peer = 1.0
+    return [*rows, peer_row]
+
+
+def _compared(
+    variant: str, trawl: list[dict[str, Any]], other: list[dict[str, Any]], plan: Plan
+) -> Row:
+    """trawl's row, with the median of its rounds' ratios to pgqueuer as its ratio."""
+    row = _row("trawl", variant, trawl, plan)
+    ratios = [t["rate"] / o["rate"] for t, o in zip(trawl, other, strict=True)]
+    row.extra["round_ratios"] = [round(r, 3) for r in ratios]
+    row.ratio_to_best_peer = statistics.median(ratios)  # the rounds', not the medians'
+    cpu_ratio = _cpu_ratio(trawl, other)
+    if cpu_ratio is not None:
+        row.extra["cpu_ratio"] = round(cpu_ratio, 3)
+    say(
+        f"  trawl {variant} / pgqueuer: {statistics.median(ratios):.2f}x by rate (median of "
+        f"{len(ratios)} rounds, {min(ratios):.2f}-{max(ratios):.2f})"
+        + (f", {cpu_ratio:.2f}x by CPU per job" if cpu_ratio is not None else "")
+    )
+    return row
+
+
+def _run_text(name: str, run: dict[str, Any]) -> str:
+    return f"{name.removesuffix(', rounds')} {run['rate']:,.0f} jobs/s ({_cpu_text(run)})"
+
+
+def _trawl(
+    plan: Plan, backend: Backend, template: str, jobs: int, connections: int
+) -> dict[str, Any]:
+    with backend.clone(template, "versus") as url:
+        with cpu.Sampler(url) as sampler:
+            wall = workers.run(
+                url, 1, plan.concurrency, connections=connections, on_start=sampler.watch
+            )
+        steady = process._steady(backend, url, jobs)
+    client, server = sampler.between(steady.first, steady.last)
+    return {
+        "rate": steady.rate,
+        "wall_s": round(wall, 3),
+        "cpu_us": _per_job(client, steady.jobs),
+        "server_cpu_us": None if server is None else _per_job(server, steady.jobs),
+        "connections": connections,
+    }
+
+
+def _peer(backend: Backend, peer: peers.PeerRow, jobs: int) -> dict[str, Any]:
+    result = peers.run_once(backend, peer)
+    server = result.get("server_cpu_s")
+    return {
+        "rate": float(result["rate"]),
+        "cpu_us": _per_job(result["cpu_s"], jobs),
+        "server_cpu_us": None if server is None else _per_job(server, jobs),
+    }
+
+
+def _per_job(seconds: float, jobs: int) -> float:
+    return round(seconds / jobs * 1e6, 1)
+
+
+def _total(run: dict[str, Any]) -> float | None:
+    server = run["server_cpu_us"]
+    return None if server is None else run["cpu_us"] + server
+
+
+def _cpu_text(run: dict[str, Any]) -> str:
+    total = _total(run)
+    if total is None:
+        return f"client {run['cpu_us']:.0f} us/job"
+    return f"{total:.0f} us CPU/job: {run['cpu_us']:.0f} + server {run['server_cpu_us']:.0f}"
+
+
+def _cpu_ratio(trawl: list[dict[str, Any]], other: list[dict[str, Any]]) -> float | None:
+    """pgqueuer's median CPU per job over trawl's: above 1, trawl costs less per job."""
+    mine = [t for t in map(_total, trawl) if t is not None]
+    theirs = [o for o in map(_total, other) if o is not None]
+    if not mine or not theirs:
+        return None
+    return statistics.median(theirs) / statistics.median(mine)
+
+
+def _row(system: str, variant: str, runs: list[dict[str, Any]], plan: Plan) -> Row:
+    extra: dict[str, Any] = {
+        key: [r[key] for r in runs] for key in ("cpu_us", "server_cpu_us") if key in runs[0]
+    }
+    if "wall_s" in runs[0]:
+        extra["wall_s"] = [r["wall_s"] for r in runs]
+    params: dict[str, Any] = {"jobs": plan.versus_jobs, "rounds": plan.versus_rounds}
+    params |= (
+        {
+            "processes": 1,
+            "concurrency": plan.concurrency,
+            "connections": runs[0]["connections"],
+            "driver": workers.driver(),
+        }
+        if system == "trawl"
+        else {"batch": 100}
+    )
+    return Row(
+        system=system,
+        backend="postgresql",
+        workload=process.WORKLOAD,
+        variant=variant,
+        unit="jobs/s",
+        better="higher",
+        runs=[r["rate"] for r in runs],
+        params=params,
+        extra=extra,
+    )
