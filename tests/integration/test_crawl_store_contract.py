@@ -191,6 +191,9 @@ def test_a_fetch_commits_its_attempt_payload_links_and_frees_its_slot(
     assert report.committed == [job.job_id]
     with store.read():
         assert store.crawls.payloads(crawl_id) == {"sha1:AAAA": (SEED, "2026-11-24T00:00:00Z")}
+        assert store.crawls.payload(crawl_id, "sha1:AAAA") == (SEED, "2026-11-24T00:00:00Z")
+        assert store.crawls.payload(crawl_id, "sha1:BBBB") is None
+        assert store.crawls.payload(crawl_id + 1, "sha1:AAAA") is None
         (attempt,) = store.crawls.attempts(crawl_id)
         held = store.crawls.held(["host:a.test", f"crawl:{crawl_id}"], clock.now)
     assert (attempt["warc_file"], attempt["warc_offset"], attempt["warc_length"]) == (

@@ -3,20 +3,33 @@ repeated payload once, as revisit records for the later copies."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.support import site_crawl
+from trawl.crawl import state
+from trawl.crawl.client import Response
 from trawl.crawl.options import Options
+from trawl.crawl.warc import Exchange
 from trawl.demo.httpd import SiteServer
 from trawl.demo.site import generate
+from trawl.store.crawls import CrawlRow
 
 
-def test_warc_is_valid_and_repeated_payloads_are_revisits(tmp_path: Path, sqlite_url: str) -> None:
+@pytest.mark.parametrize("remembered", [state.RECENT_PAYLOADS, 1])
+def test_warc_is_valid_and_repeated_payloads_are_revisits(
+    tmp_path: Path, sqlite_url: str, remembered: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # remembered=1: the process forgets first copies at once and finds them in the crawl's
+    # committed payloads instead, as it does for most of a large crawl.
+    monkeypatch.setattr(state, "RECENT_PAYLOADS", remembered)
     warc = tmp_path / "out" / "site.warc.gz"
     with SiteServer(generate(120)) as server:
         options = Options(warc=str(warc), warc_size=200_000, timeout=5.0)
@@ -64,3 +77,77 @@ def _records(files: list[Path]) -> list[tuple[str, str, str | None]]:
 
 def _robots(records: list[tuple[str, str, str | None]]) -> int:
     return sum(1 for kind, uri, _ in records if kind != "request" and uri.endswith("robots.txt"))
+
+
+class _Committed:
+    """A port whose crawl has committed one payload, sha1:OLD; counts the lookups."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def payload(self, ctx: object, crawl_id: int, digest: str) -> tuple[str, str] | None:
+        self.asked.append(digest)
+        return ("http://a.test/old", "2026-11-01T00:00:00Z") if digest == "sha1:OLD" else None
+
+
+def _response(url: str, digest: str) -> Response:
+    body = io.BytesIO(b"<html>same</html>")
+    exchange = Exchange(
+        url=url,
+        request_line="GET / HTTP/1.1",
+        request_headers=[],
+        status_line="200 OK",
+        protocol="HTTP/1.1",
+        response_headers=[("Content-Type", "text/html")],
+        body=body,
+        digest=digest,
+        date="2026-11-25T00:00:00Z",
+    )
+    return Response(
+        exchange=exchange,
+        status=200,
+        headers={},
+        size=17,
+        truncated=False,
+        started=0.0,
+        sent=0.0,
+        elapsed=0.0,
+    )
+
+
+def test_first_copies_come_from_the_crawls_committed_payloads_past_recent_ones(
+    tmp_path: Path,
+) -> None:
+    port = _Committed()
+    rt = state.ProcessState(port=port)  # type: ignore[arg-type]
+    options = Options(warc=str(tmp_path / "x.warc.gz"))
+    crawl = CrawlRow(
+        id=1,
+        spec=None,
+        seeds=[],
+        depth_limit=None,
+        niceness=0,
+        concurrency=1,
+        tag=None,
+        created_by=None,
+        note=None,
+        aborted=False,
+        ruleset=1,
+        options=options.to_json(),
+        created_at=0.0,
+    )
+
+    async def main() -> list[tuple[bool, bool]]:
+        out = []
+        for url, digest in [
+            ("http://a.test/1", "sha1:OLD"),  # committed before: a revisit
+            ("http://a.test/2", "sha1:NEW"),  # new: stored in full
+            ("http://a.test/3", "sha1:NEW"),  # its twin, not yet committed: a revisit
+        ]:
+            written, first = await rt.archive(None, crawl, _response(url, digest))  # type: ignore[arg-type]
+            out.append((written.revisit, first))
+        await rt.close()
+        return out
+
+    assert asyncio.run(main()) == [(True, False), (False, True), (True, False)]
+    assert port.asked == ["sha1:OLD", "sha1:NEW"]  # the twin was known in-process

@@ -250,3 +250,24 @@ def test_pinned_slots_hold_to_their_crawl_and_the_rest_stay_routed(tracker: Trac
         await raw.ws.close()
 
     run(main)
+
+
+def test_a_pipeline_asks_for_one_payloads_first_copy_or_for_them_all(tracker: Tracker) -> None:
+    crawl_id = crawl(tracker.db, "c")
+    with Store(tracker.db) as store, store.write():
+        store.crawls.add_payload(crawl_id, "sha1:AAAA", "http://c.invalid/0", "2026-11-25T00Z")
+        store.crawls.add_payload(crawl_id, "sha1:BBBB", "http://c.invalid/1", "2026-11-25T01Z")
+    tracker.pipeline("p1")
+
+    async def main() -> None:
+        one, _ = await join(tracker, "p1", tasks=FETCH, owner="one:1:x")
+        ask = {"crawl": crawl_id, "digest": "sha1:AAAA"}
+        first = await one.ok("crawl.payloads", ask)
+        assert first == {"payloads": {"sha1:AAAA": ["http://c.invalid/0", "2026-11-25T00Z"]}}
+        missing = await one.ok("crawl.payloads", {**ask, "digest": "sha1:CCCC"})
+        assert missing == {"payloads": {}}
+        every = await one.ok("crawl.payloads", {"crawl": crawl_id})
+        assert set(every["payloads"]) == {"sha1:AAAA", "sha1:BBBB"}
+        await one.ws.close()
+
+    run(main)

@@ -13,7 +13,7 @@ from trawl.crawl.app import make_app
 from trawl.crawl.operations import Progress
 from trawl.runtime.store_thread import StoreThread
 from trawl.runtime.worker import Worker
-from trawl.store.store import Store
+from trawl.store.store import SMALL_CACHE_MIB, Store
 
 OnProgress = Callable[[Progress], None]
 EVERY = 0.5
@@ -35,7 +35,7 @@ async def run(
     app = make_app(url, lease=lease)
     app.plugins.extend(plugins)
     worker = Worker(app, url=url, concurrency=concurrency, grace=grace, poll=0.1)
-    watcher = StoreThread(Store(url))
+    watcher = StoreThread(Store(url, cache_mib=SMALL_CACHE_MIB))  # reads counts only
     working = asyncio.create_task(worker.run())
     try:
         last = await _watch(watcher, crawl_id, worker, working, on_progress)

@@ -30,8 +30,8 @@ class Port(Protocol):
     async def host_failed(self, ctx: Context, host: str, grace: float) -> float | None:
         """A host-level error: until when the page waits without spending a try, or None."""
 
-    async def payloads(self, ctx: Context, crawl_id: int) -> dict[str, tuple[str, str]]:
-        """The crawl's archived payloads: digest -> (url, date) of the first copy."""
+    async def payload(self, ctx: Context, crawl_id: int, digest: str) -> tuple[str, str] | None:
+        """(url, date) of the first archived copy of the payload *digest* in the crawl."""
 
     async def pace(self, ctx: Context, host: str, delay: float) -> float | None:
         """When a browser's sub-request to *host* may start (None: the host is blocked)."""
@@ -80,8 +80,8 @@ class LocalPort:
     async def host_failed(self, ctx: Context, host: str, grace: float) -> float | None:
         return await ctx.with_store(partial(host_failed, host=host, grace=grace))
 
-    async def payloads(self, ctx: Context, crawl_id: int) -> dict[str, tuple[str, str]]:
-        return await ctx.with_store(lambda store: store.crawls.payloads(crawl_id))
+    async def payload(self, ctx: Context, crawl_id: int, digest: str) -> tuple[str, str] | None:
+        return await ctx.with_store(lambda store: store.crawls.payload(crawl_id, digest))
 
     async def pace(self, ctx: Context, host: str, delay: float) -> float | None:
         return await ctx.with_store(partial(pace_host, host=host, delay=delay))

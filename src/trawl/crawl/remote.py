@@ -94,10 +94,10 @@ class RemotePort:
         reply = await self.connection.request("crawl.host_failed", request, wire.HostFailedReply)
         return reply.until
 
-    async def payloads(self, ctx: Context, crawl_id: int) -> dict[str, tuple[str, str]]:
-        request = wire.PayloadsRequest(crawl=crawl_id)
+    async def payload(self, ctx: Context, crawl_id: int, digest: str) -> tuple[str, str] | None:
+        request = wire.PayloadsRequest(crawl=crawl_id, digest=digest)
         reply = await self.connection.request("crawl.payloads", request, wire.PayloadsReply)
-        return reply.payloads
+        return reply.payloads.get(digest)
 
     async def pace(self, ctx: Context, host: str, delay: float) -> float | None:
         request = wire.PaceRequest(host=host, delay=delay)

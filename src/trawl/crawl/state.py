@@ -8,6 +8,7 @@ import asyncio
 import atexit
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,34 @@ from trawl.store.crawls import CrawlRow
 POOL = 256  # connections kept open per process, across hosts
 
 
+RECENT_PAYLOADS = 4096  # first copies this process remembers; older ones are looked up
+
+
+class RecentPayloads:
+    """The first copies of payloads this process archived lately, (crawl, digest) ->
+    (url, WARC-Date), the oldest forgotten past *size*; shared by the WARC writer threads.
+    Until its page commits, a first copy is known only here."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._found: OrderedDict[tuple[int, str], tuple[str, str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, str]) -> tuple[str, str] | None:
+        with self._lock:
+            return self._found.get(key)
+
+    def add(self, key: tuple[int, str], first: tuple[str, str]) -> None:
+        with self._lock:
+            self._found[key] = first
+            self._found.move_to_end(key)
+            while len(self._found) > self._size:
+                self._found.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._found)
+
+
 class ProcessState:
     """Per-process crawl state, bound to one event loop."""
 
@@ -41,7 +70,7 @@ class ProcessState:
         self._client: aiohttp.ClientSession | None = None
         self.browsers = Browsers()  # starts Chromium only when a page is rendered
         self._warcs: dict[int, tuple[WarcFiles, threading.Lock]] = {}
-        self._payloads: dict[int, dict[str, tuple[str, str]]] = {}
+        self._recent = RecentPayloads(RECENT_PAYLOADS)
         self.blocked: dict[str, float] = {}  # host -> until: 429s this process has seen
         self.finished: list[tuple[str, int]] = []  # requests done, slots not yet freed
 
@@ -59,23 +88,26 @@ class ProcessState:
     ) -> tuple[Written, bool]:
         """Write the exchange (a revisit if its payload was archived before); returns where
         the response record went and whether this is the payload's first copy."""
-        index = self._payloads.get(crawl.id)
-        if index is None:
-            loaded = await self.port.payloads(ctx, crawl.id)
-            index = self._payloads.setdefault(crawl.id, loaded)  # first loader wins
         ex = resp.exchange
         whole = resp.size > 0 and not resp.truncated
+        key = (crawl.id, ex.digest)
+        # The first copy of a payload: archived lately by this process, else as the crawl's
+        # committed pages recorded it. Nothing is kept per page for the whole crawl, so a
+        # worker's memory stays flat however large the crawl grows.
+        known = self._recent.get(key) if whole else None
+        if whole and known is None:
+            known = await self.port.payload(ctx, crawl.id, ex.digest)
         files, lock = self._warc(crawl)
         durable = Options.from_json(crawl.options).warc_sync
 
         def write() -> tuple[Written, bool]:
-            # Look the digest up under the file lock: two copies fetched at once (a page and
-            # its session-id twin) must not both find the index empty and both be stored.
+            # Look again under the file lock: two copies fetched at once (a page and its
+            # session-id twin) must not both be stored in full.
             with lock:
-                refers = index.get(ex.digest) if whole else None
+                refers = (known or self._recent.get(key)) if whole else None
                 written = files.write(ex, refers, outlinks)
                 if whole and refers is None:  # only a payload whose record was written
-                    index[ex.digest] = (ex.url, ex.date)  # may be referred to
+                    self._recent.add(key, (ex.url, ex.date))  # may be referred to
             if durable:  # on disk before the commit that records its offset; writers that
                 files.sync(written)  # finish together share one fdatasync
             return written, whole and refers is None

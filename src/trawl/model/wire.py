@@ -437,9 +437,11 @@ class PaceReply(Struct):
 
 
 class PayloadsRequest(Struct):
-    """``crawl.payloads``: the crawl's archived payloads, for revisit records."""
+    """``crawl.payloads``: the crawl's archived payloads, for revisit records; with a
+    ``digest``, only that payload's first copy (if there is one)."""
 
     crawl: JobId
+    digest: str | None = None
 
 
 class PayloadsReply(Struct):

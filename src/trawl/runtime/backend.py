@@ -25,7 +25,7 @@ from trawl.runtime.context import Reader
 from trawl.runtime.settle import sweep_lapsed
 from trawl.runtime.store_thread import StoreThread
 from trawl.store.notify import Listener
-from trawl.store.store import Store
+from trawl.store.store import SMALL_CACHE_MIB, Store
 
 log = logging.getLogger("trawl.worker")
 
@@ -183,7 +183,9 @@ class LocalBackend:
             else StoreThread(Store(url, clock=clock.now), name="trawl-db-reads")
         )
         self.reader: Reader = self._reads or self.thread
-        self._renewer = StoreThread(Store(url, clock=clock.now), name="trawl-db-leases")
+        self._renewer = StoreThread(
+            Store(url, clock=clock.now, cache_mib=SMALL_CACHE_MIB), name="trawl-db-leases"
+        )
         self._extra: list[StoreThread] = []
         self._listener: Listener | None = None
 

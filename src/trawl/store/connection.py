@@ -30,6 +30,11 @@ _JOURNAL_COLUMNS = ("at", "kind", "item_id", "task", "detail")
 # All of a transaction's journal rows in one statement (seqs follow the list's order).
 JOURNAL_LOCK_SQL = f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})"
 JOURNAL_NOTIFY_SQL = "SELECT pg_notify('trawl_journal', '')"
+# SQLite's page cache per connection: a worker's claim and commit connection keeps much of
+# a large database in it; a connection that only renews leases or counts progress needs
+# little (SMALL_CACHE_MIB), and its cache would otherwise grow the process with the crawl.
+CACHE_MIB = 64
+SMALL_CACHE_MIB = 4
 ASYNC_COMMIT_SQL = "SET LOCAL synchronous_commit TO OFF"  # a soft write's (Database.write)
 # Bounded waits on PostgreSQL: a lock waited for past lock_timeout is a TransientConflict
 # (retried), and a session that sits in a transaction doing nothing (a stopped or stuck
@@ -50,10 +55,11 @@ JOURNAL_INSERT_POSTGRES = sa.text(
 class Database:
     """A single connection (callers use it from one thread at a time)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, cache_mib: int = CACHE_MIB) -> None:
+        """*cache_mib*: SQLite's page cache for this connection (PostgreSQL ignores it)."""
         self.url = url
         sa_url, self.dialect = urls.parse(url)
-        self.engine = _engine(sa_url, self.dialect)
+        self.engine = _engine(sa_url, self.dialect, cache_mib)
         self._driver = HotPath(self.engine.dialect)
         # Whatever reaches the connection through SQLAlchemy (here, in alembic, in a test
         # holding the connection) goes after the statements queued before it.
@@ -298,7 +304,7 @@ def _seconds(value: str | tuple[str, ...] | None, default: float) -> float:
     return found
 
 
-def _engine(sa_url: sa.URL, dialect: urls.Dialect) -> sa.Engine:
+def _engine(sa_url: sa.URL, dialect: urls.Dialect, cache_mib: int = 64) -> sa.Engine:
     if dialect == "sqlite":
         query = dict(sa_url.query)
         sync = str(query.pop("synchronous", "NORMAL")).upper()
@@ -306,7 +312,7 @@ def _engine(sa_url: sa.URL, dialect: urls.Dialect) -> sa.Engine:
         engine = sa.create_engine(
             sa_url.set(query={}), poolclass=sa.pool.NullPool, connect_args={"timeout": 60}
         )
-        event.listen(engine, "connect", _sqlite_pragmas(sync))
+        event.listen(engine, "connect", _sqlite_pragmas(sync, cache_mib))
         return engine
     connect: dict[str, Any] = {"connect_timeout": 10, "application_name": "trawl"}
     if "options" not in sa_url.query:  # ?options=-c... in the URL replaces these
@@ -314,7 +320,7 @@ def _engine(sa_url: sa.URL, dialect: urls.Dialect) -> sa.Engine:
     return sa.create_engine(sa_url, poolclass=sa.pool.NullPool, connect_args=connect)
 
 
-def _sqlite_pragmas(synchronous: str) -> Any:
+def _sqlite_pragmas(synchronous: str, cache_mib: int) -> Any:
     if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
         raise TrawlError(
             f"sqlite synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}"
@@ -330,7 +336,7 @@ def _sqlite_pragmas(synchronous: str) -> Any:
             f"synchronous={synchronous}",
             "foreign_keys=ON",
             "busy_timeout=60000",
-            "cache_size=-65536",
+            f"cache_size=-{cache_mib * 1024}",
         ):
             cursor.execute(f"PRAGMA {pragma}")
         cursor.close()

@@ -135,6 +135,7 @@ _INSERT_PAYLOAD = q(
     " :date) ON CONFLICT DO NOTHING"
 )
 _PAYLOADS = q("SELECT digest, url, date FROM crawl_payloads WHERE crawl_id = :crawl")
+_PAYLOAD = q("SELECT url, date FROM crawl_payloads WHERE crawl_id = :crawl AND digest = :digest")
 
 _HOST_INIT = q(
     "INSERT INTO crawl_hosts (host, next_at, blocked_until) VALUES (:host, 0, NULL)"
@@ -382,6 +383,11 @@ class CrawlTables:
     def payloads(self, crawl_id: int) -> dict[str, tuple[str, str]]:
         rows = self.db.execute(_PAYLOADS, {"crawl": crawl_id})
         return {r.digest: (r.url, r.date) for r in rows}
+
+    def payload(self, crawl_id: int, digest: str) -> tuple[str, str] | None:
+        """(url, WARC-Date) of the first archived copy of *digest* in the crawl."""
+        row = self.db.execute(_PAYLOAD, {"crawl": crawl_id, "digest": digest}).first()
+        return None if row is None else (row.url, row.date)
 
     # -- politeness -----------------------------------------------------------------------
 

@@ -26,7 +26,8 @@ from trawl.model.states import Journal
 from trawl.store import admin, bulk, codec, gauges, migrate, reads, scheduling, transitions
 from trawl.store import claim as claim_sql
 from trawl.store.activity import Activity
-from trawl.store.connection import Database
+from trawl.store.connection import CACHE_MIB, Database
+from trawl.store.connection import SMALL_CACHE_MIB as SMALL_CACHE_MIB
 from trawl.store.consumers import Consumers
 from trawl.store.crawls import CrawlTables
 from trawl.store.gates import Gates
@@ -113,8 +114,8 @@ class Store:
     SQLAlchemy.
     """
 
-    def __init__(self, url: str, *, clock: Clock = time.time) -> None:
-        self.db = Database(url)
+    def __init__(self, url: str, *, clock: Clock = time.time, cache_mib: int = CACHE_MIB) -> None:
+        self.db = Database(url, cache_mib=cache_mib)
         self.items = Items(self.db)
         self.results = Results(self.db)
         self.gates = Gates(self.db)

@@ -308,8 +308,12 @@ class PipelineSession(Session):
     @action("crawl.payloads", client=True, concurrent=True)
     async def crawl_payloads(self, request: wire.PayloadsRequest, conv: Conversation) -> None:
         async def payloads() -> wire.PayloadsReply:
-            found = await self.stores.run(lambda s: s.crawls.payloads(request.crawl))
-            return wire.PayloadsReply(payloads=found)
+            digest = request.digest
+            if digest is None:
+                found = await self.stores.run(lambda s: s.crawls.payloads(request.crawl))
+                return wire.PayloadsReply(payloads=found)
+            first = await self.stores.run(lambda s: s.crawls.payload(request.crawl, digest))
+            return wire.PayloadsReply(payloads={} if first is None else {digest: first})
 
         await self._answer(conv, payloads)
 
