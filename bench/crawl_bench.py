@@ -269,7 +269,9 @@ def main() -> int:
         " trawl-sqlite@before and trawl-postgresql@before, for a before/after table in one run",
     )
     args = parser.parse_args()
-    sizes = [int(s) for s in (args.sizes or ("2000" if args.quick else "2000,20000")).split(",")]
+    sizes = [
+        int(s) for s in (args.sizes or ("2000" if args.quick else "2000,20000,200000")).split(",")
+    ]
     systems = args.only.split(",")
     if "wget" in systems and shutil.which("wget") is None:
         print("wget is missing (Debian: apt-get install -y wget): skipping it", file=sys.stderr)

@@ -10,7 +10,7 @@ from trawl.store.store import Store
 
 PER_PAGE = {
     "lower a depth": (crawls._LOWER, {"crawl": 1, "url": "u", "depth": 1, "via": None}),
-    "slots held": (crawls._SLOTS_HELD, {"key": "host:h", "now": 0.0}),
+    "slots held": (crawls._slots_held(2), {"k0": "host:h", "k1": "crawl:1", "now": 0.0}),
     "a page": (crawls._PAGE, {"crawl": 1, "url": "u"}),
     "skip a job": (crawls._JOB_SKIP, {"item_id": "page:1:u"}),
     "unskip a job": (crawls._JOB_UNSKIP, {"item_id": "page:1:u", "now": 0.0}),
