@@ -1,0 +1,306 @@
+"""bench/frontier: claim latency and pages/s of a crawl whose frontier holds 20,000 pages and
+10 million pages (over 200 and 100,000 hosts), on PostgreSQL, in one run.
+
+Per size: a fresh database gets a crawl made as ``trawl crawl`` makes it, and its frontier
+by bulk SQL (``harness/frontier.py``; seeding is timed and reported, not part of a figure);
+then
+
+1. claim latency: ``engine.claim.claim`` of 16 ``trawl.fetch`` jobs (what a ``--concurrency
+   16`` crawl worker asks for at most), 20 warm-up claims then 300 timed, each batch released
+   untimed (due again, behind the rest of the frontier); p50 and p90;
+2. the crawl's progress count (``operations.progress``, what ``trawl crawl``'s live line and
+   ``trawl crawl show`` read), timed once;
+3. pages/s: a crawl worker (``apps/frontier_worker.py``: ``trawl worker
+   trawl.crawl.app:app`` with its host names resolved to the demo server) fetches from the
+   frontier for ``--seconds``, WARC written and synced; the figure is the attempts started
+   between 10 s after the worker started and its stop, over that time. The worker counts the
+   statements and transactions it sends; the server's counters for the database
+   (``pg_stat_database``: commits, rows written) and the cluster's WAL position are read
+   before and after.
+
+The ratios are the 10M figures over the 20k figures of the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from harness import frontier, postgres
+from harness.backends import PostgreSQL
+
+from trawl.crawl import operations
+from trawl.engine.claim import TaskGate, claim
+from trawl.engine.commit import commit
+from trawl.model.records import AttemptResult, ClaimedJob
+from trawl.model.states import Outcome
+from trawl.store.crawls import FETCH_TASK
+from trawl.store.store import Store
+
+HERE = Path(__file__).resolve().parent
+PY = HERE.parent / ".venv" / "bin" / "python"
+CONCURRENCY = 16
+CLAIM_LIMIT = 16
+WARMUP_CLAIMS = 20
+CLAIMS = 300
+WARMUP_S = 10.0  # of the crawl window, left out of pages/s (connections, caches)
+SITE_PAGES = 20_000  # the demo site: /page/0 ... /page/19959 on every host name
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="20000,10000000", help="frontier sizes, in pages")
+    parser.add_argument("--per-host", type=int, default=100, help="frontier pages per host")
+    parser.add_argument("--seconds", type=float, default=60.0, help="crawl window")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes crawling")
+    parser.add_argument(
+        "--own-cluster",
+        action="store_true",
+        help="a throwaway PostgreSQL cluster, so the WAL counted is this benchmark's alone",
+    )
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    server = _own_cluster() if args.own_cluster else postgres.connect()
+    backend = PostgreSQL(server)
+    work = Path(tempfile.mkdtemp(prefix="trawl-frontier-bench-"))
+    rows = []
+    try:
+        for size in sizes:
+            rows.append(run(server, backend, size, args, work))
+            print(_line(rows[-1]), flush=True)
+            _save(rows)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        server.close()
+    for row in rows[1:]:
+        base = rows[0]
+        print(
+            f"{row['pages']:,} vs {base['pages']:,}: claim p50"
+            f" {row['claim_p50_ms'] / base['claim_p50_ms']:.2f}x, p90"
+            f" {row['claim_p90_ms'] / base['claim_p90_ms']:.2f}x, pages/s"
+            f" {row['pages_per_s'] / base['pages_per_s']:.2f}x, progress count"
+            f" {row['progress_s'] / base['progress_s']:.0f}x"
+        )
+    return 0
+
+
+def _save(rows: list[dict[str, Any]]) -> None:
+    """Write the rows so far (a run of the 10M size takes a while: keep what it measured)."""
+    meta = {"cpus": os.cpu_count(), "load_end": os.getloadavg(), "at": time.time()}
+    (HERE / "results").mkdir(exist_ok=True)
+    out = HERE / "results" / "frontier-latest.json"
+    out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+
+
+def _own_cluster() -> postgres.Server:
+    cluster = postgres.Cluster()
+    cluster.start()
+    return postgres.Server(cluster.url, cluster)
+
+
+def run(
+    server: postgres.Server, backend: PostgreSQL, pages: int, args: Any, work: Path
+) -> dict[str, Any]:
+    site = _serve()
+    name = server.create(f"frontier_{pages}")
+    url = server.database_url(name)
+    place = Path(tempfile.mkdtemp(prefix=f"{pages}-", dir=work))
+    try:
+        load = os.getloadavg()
+        started = time.perf_counter()
+        crawl_id = frontier.create_crawl(
+            url, concurrency=CONCURRENCY, warc=str(place / "frontier.warc.gz")
+        )
+        hosts = frontier.fill(backend, url, crawl_id, pages, args.per_host)
+        seeded = time.perf_counter() - started
+        print(f"  seeded {pages:,} pages over {hosts:,} hosts in {seeded:.0f}s", flush=True)
+        size = _size(server, name)
+        latencies = _claims(url)
+        progress = _progress(url, crawl_id)
+        crawl = _crawl(server, name, url, site[1], args, place)
+    finally:
+        site[0].terminate()
+        site[0].wait()
+        server.drop(name)
+    return {
+        "pages": pages,
+        "hosts": hosts,
+        "workers": args.workers,
+        "own_cluster": args.own_cluster,
+        "seed_s": seeded,
+        "database_mib": size,
+        "claim_limit": CLAIM_LIMIT,
+        "claim_p50_ms": statistics.median(latencies),
+        "claim_p90_ms": statistics.quantiles(latencies, n=10)[-1],
+        "claim_max_ms": max(latencies),
+        "progress_s": progress,
+        "load_at_start": load,
+        "load_at_end": os.getloadavg(),
+        **crawl,
+    }
+
+
+def _serve() -> tuple[subprocess.Popen[str], int]:
+    proc = subprocess.Popen(
+        [str(PY), "-m", "trawl.demo.httpd", "--pages", str(SITE_PAGES)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    origin = json.loads(proc.stdout.readline())
+    return proc, int(origin["main"].rsplit(":", 1)[1])
+
+
+def _size(server: postgres.Server, name: str) -> float:
+    with psycopg.connect(server.dsn(name)) as conn:
+        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    return int(row[0]) / (1 << 20) if row else 0.0
+
+
+def _claims(url: str) -> list[float]:
+    """Milliseconds per claim of CLAIM_LIMIT fetch jobs, each batch released untimed."""
+    store = Store(url)
+    gates = [TaskGate(name=FETCH_TASK, timeout=60.0)]
+    times = []
+    try:
+        for n in range(WARMUP_CLAIMS + CLAIMS):
+            started = time.perf_counter()
+            jobs = claim(store, gates, CLAIM_LIMIT, "bench-frontier").jobs
+            elapsed = (time.perf_counter() - started) * 1000
+            if len(jobs) != CLAIM_LIMIT:
+                raise RuntimeError(f"claimed {len(jobs)} jobs, expected {CLAIM_LIMIT}")
+            commit(store, [_released(job) for job in jobs])
+            if n >= WARMUP_CLAIMS:
+                times.append(elapsed)
+    finally:
+        store.close()
+    return times
+
+
+def _released(job: ClaimedJob) -> AttemptResult:
+    return AttemptResult(
+        job_id=job.job_id,
+        item_id=job.item_id,
+        task=job.task,
+        attempt=job.attempt,
+        outcome=Outcome.RELEASED,
+        version="1",
+        ttl=None,
+    )
+
+
+def _progress(url: str, crawl_id: int) -> float:
+    """Seconds for one progress count of the crawl, as ``trawl crawl show`` reads it."""
+    store = Store(url)
+    try:
+        started = time.perf_counter()
+        operations.progress(store, crawl_id)
+        return time.perf_counter() - started
+    finally:
+        store.close()
+
+
+_DB_STATS = (
+    "SELECT xact_commit, tup_inserted, tup_updated, tup_deleted, blks_read, blks_hit,"
+    " pg_current_wal_lsn() FROM pg_stat_database WHERE datname = current_database()"
+)
+
+
+def _crawl(
+    server: postgres.Server, name: str, url: str, port: int, args: Any, place: Path
+) -> dict[str, Any]:
+    before = _stats(server, name)
+    outs = [place / f"worker-{n}.json" for n in range(args.workers)]
+    procs = [_worker(url, port, args.seconds, out) for out in outs]
+    for proc in procs:
+        if proc.wait() != 0:
+            raise RuntimeError(f"a crawl worker exited with {proc.returncode}")
+    time.sleep(1.5)  # the server's statistics arrive from each backend within a second
+    after = _stats(server, name)
+    workers = [json.loads(out.read_text()) for out in outs]
+    started = min(w["started"] for w in workers)
+    stopped = min(w["stopped"] for w in workers)
+    counted = _attempts(server, name, started + WARMUP_S, stopped)
+    window = stopped - started - WARMUP_S
+    total = counted["all"] or 1
+    delta = {k: after[k] - before[k] for k in before if k != "wal"}
+    wal = _wal_bytes(server, before["wal"], after["wal"])
+    summed = {
+        k: sum(w[k] for w in workers) for k in ("statements", "rows", "transactions", "cpu_s")
+    }
+    return {
+        "crawl_s": stopped - started,
+        "fetched": counted["all"],
+        "fetched_in_window": counted["window"],
+        "pages_per_s": counted["window"] / window,
+        "worker_cpu_ms_per_page": 1000 * summed["cpu_s"] / total,
+        "statements_per_page": summed["statements"] / total,
+        "rows_sent_per_page": summed["rows"] / total,
+        "transactions_per_page": summed["transactions"] / total,
+        "commits_per_page": delta["xact_commit"] / total,
+        "rows_inserted_per_page": delta["tup_inserted"] / total,
+        "rows_updated_per_page": delta["tup_updated"] / total,
+        "rows_deleted_per_page": delta["tup_deleted"] / total,
+        "blocks_read_per_page": delta["blks_read"] / total,
+        "wal_bytes_per_page_cluster": wal / total,
+    }
+
+
+def _worker(url: str, port: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
+    argv = [str(PY), str(HERE / "apps" / "frontier_worker.py"), url, str(port)]
+    argv += [str(CONCURRENCY), str(seconds), str(out)]
+    return subprocess.Popen(argv, env=os.environ | {"PYTHONPATH": str(HERE)})
+
+
+def _stats(server: postgres.Server, name: str) -> dict[str, Any]:
+    with psycopg.connect(server.dsn(name)) as conn:
+        row = conn.execute(_DB_STATS).fetchone()
+    assert row is not None
+    keys = ("xact_commit", "tup_inserted", "tup_updated", "tup_deleted", "blks_read", "blks_hit")
+    return dict(zip(keys, (int(v) for v in row[:6]), strict=True)) | {"wal": row[6]}
+
+
+def _wal_bytes(server: postgres.Server, before: Any, after: Any) -> float:
+    """WAL written by the whole cluster meanwhile (other databases' work included)."""
+    with psycopg.connect(server.dsn()) as conn:
+        row = conn.execute("SELECT pg_wal_lsn_diff(%s, %s)", (str(after), str(before))).fetchone()
+    return float(row[0]) if row else 0.0
+
+
+def _attempts(server: postgres.Server, name: str, since: float, until: float) -> dict[str, int]:
+    sql = (
+        "SELECT count(*) FILTER (WHERE status_code IS NOT NULL AND url NOT LIKE '%%/robots.txt'),"
+        " count(*) FILTER (WHERE status_code IS NOT NULL AND started_at >= %s AND started_at < %s)"
+        " FROM crawl_attempts WHERE warc_file IS DISTINCT FROM 'seeded.warc.gz'"
+    )
+    with psycopg.connect(server.dsn(name)) as conn:
+        row = conn.execute(sql, (since, until)).fetchone()
+    assert row is not None
+    return {"all": int(row[0]), "window": int(row[1])}
+
+
+def _line(row: dict[str, Any]) -> str:
+    return (
+        f"frontier {row['pages']:>10,} pages / {row['hosts']:>7,} hosts  seed {row['seed_s']:6.0f}s"
+        f"  db {row['database_mib']:7,.0f} MiB  claim p50 {row['claim_p50_ms']:6.2f} ms"
+        f" p90 {row['claim_p90_ms']:6.2f} ms  progress {row['progress_s']:6.2f}s"
+        f"  {row['pages_per_s']:6.1f} pages/s  {row['statements_per_page']:5.1f} stmts/page"
+        f"  {row['transactions_per_page']:4.1f} tx/page  {row['rows_inserted_per_page']:5.1f}"
+        f" ins/page  {row['rows_updated_per_page']:5.1f} upd/page"
+        f"  WAL(cluster) {row['wal_bytes_per_page_cluster'] / 1024:5.1f} KiB/page"
+        f"  load {row['load_at_start'][0]:.1f}"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
