@@ -212,6 +212,7 @@ def _progress(url: str, crawl_id: int) -> float:
 
 _DB_STATS = (
     "SELECT xact_commit, tup_inserted, tup_updated, tup_deleted, blks_read, blks_hit,"
+    " (SELECT wal_records FROM pg_stat_wal), (SELECT wal_fpi FROM pg_stat_wal),"
     " pg_current_wal_lsn() FROM pg_stat_database WHERE datname = current_database()"
 )
 
@@ -253,6 +254,10 @@ def _crawl(
         "rows_deleted_per_page": delta["tup_deleted"] / total,
         "blocks_read_per_page": delta["blks_read"] / total,
         "wal_bytes_per_page_cluster": wal / total,
+        # cluster-wide too: records, and full-page images (a page's first change after a
+        # checkpoint logs the whole 8 kB page)
+        "wal_records_per_page_cluster": delta["wal_records"] / total,
+        "wal_fpi_per_page_cluster": delta["wal_fpi"] / total,
     }
 
 
@@ -267,7 +272,8 @@ def _stats(server: postgres.Server, name: str) -> dict[str, Any]:
         row = conn.execute(_DB_STATS).fetchone()
     assert row is not None
     keys = ("xact_commit", "tup_inserted", "tup_updated", "tup_deleted", "blks_read", "blks_hit")
-    return dict(zip(keys, (int(v) for v in row[:6]), strict=True)) | {"wal": row[6]}
+    keys += ("wal_records", "wal_fpi")
+    return dict(zip(keys, (int(v) for v in row[:8]), strict=True)) | {"wal": row[8]}
 
 
 def _wal_bytes(server: postgres.Server, before: Any, after: Any) -> float:
@@ -298,6 +304,7 @@ def _line(row: dict[str, Any]) -> str:
         f"  {row['transactions_per_page']:4.1f} tx/page  {row['rows_inserted_per_page']:5.1f}"
         f" ins/page  {row['rows_updated_per_page']:5.1f} upd/page"
         f"  WAL(cluster) {row['wal_bytes_per_page_cluster'] / 1024:5.1f} KiB/page"
+        f" ({row['wal_fpi_per_page_cluster']:4.1f} full pages)"
         f"  load {row['load_at_start'][0]:.1f}"
     )
 
