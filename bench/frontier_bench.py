@@ -128,6 +128,8 @@ def run(
         latencies = _claims(url)
         progress = _progress(url, crawl_id)
         crawl = _crawl(server, name, url, site[1], args, place)
+        if site[0].poll() is not None:
+            raise RuntimeError("the demo server stopped during the crawl: no figure")
     finally:
         site[0].terminate()
         site[0].wait()
@@ -243,6 +245,7 @@ def _crawl(
         "crawl_s": stopped - started,
         "fetched": counted["all"],
         "fetched_in_window": counted["window"],
+        "fetch_errors": counted["errors"],  # no response: a figure with many is not one
         "pages_per_s": counted["window"] / window,
         "worker_cpu_ms_per_page": 1000 * summed["cpu_s"] / total,
         "statements_per_page": summed["statements"] / total,
@@ -286,13 +289,14 @@ def _wal_bytes(server: postgres.Server, before: Any, after: Any) -> float:
 def _attempts(server: postgres.Server, name: str, since: float, until: float) -> dict[str, int]:
     sql = (
         "SELECT count(*) FILTER (WHERE status_code IS NOT NULL AND url NOT LIKE '%%/robots.txt'),"
-        " count(*) FILTER (WHERE status_code IS NOT NULL AND started_at >= %s AND started_at < %s)"
+        " count(*) FILTER (WHERE status_code IS NOT NULL AND started_at >= %s AND started_at < %s),"
+        " count(*) FILTER (WHERE status_code IS NULL)"
         " FROM crawl_attempts WHERE warc_file IS DISTINCT FROM 'seeded.warc.gz'"
     )
     with psycopg.connect(server.dsn(name)) as conn:
         row = conn.execute(sql, (since, until)).fetchone()
     assert row is not None
-    return {"all": int(row[0]), "window": int(row[1])}
+    return {"all": int(row[0]), "window": int(row[1]), "errors": int(row[2])}
 
 
 def _line(row: dict[str, Any]) -> str:
@@ -305,7 +309,7 @@ def _line(row: dict[str, Any]) -> str:
         f" ins/page  {row['rows_updated_per_page']:5.1f} upd/page"
         f"  WAL(cluster) {row['wal_bytes_per_page_cluster'] / 1024:5.1f} KiB/page"
         f" ({row['wal_fpi_per_page_cluster']:4.1f} full pages)"
-        f"  load {row['load_at_start'][0]:.1f}"
+        f"  {row['fetch_errors']} errors  load {row['load_at_start'][0]:.1f}"
     )
 
 
