@@ -1,5 +1,6 @@
 """bench/frontier: claim latency and pages/s of a crawl whose frontier holds 20,000 pages and
-10 million pages (over 200 and 100,000 hosts), on PostgreSQL, in one run.
+10 million pages (over 200 and 100,000 hosts), on PostgreSQL (``--backend sqlite``: SQLite), in
+one run.
 
 Per size: a fresh database gets a crawl made as ``trawl crawl`` makes it, and its frontier
 by bulk SQL (``harness/frontier.py``; seeding is timed and reported, not part of a figure);
@@ -16,7 +17,7 @@ then
    between 10 s after the worker started and its stop, over that time. The worker counts the
    statements and transactions it sends; the server's counters for the database
    (``pg_stat_database``: commits, rows written) and the cluster's WAL position are read
-   before and after.
+   before and after (PostgreSQL only).
 
 The ratios are the 10M figures over the 20k figures of the same run.
 """
@@ -24,9 +25,11 @@ The ratios are the 10M figures over the 20k figures of the same run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -36,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import sqlalchemy as sa
 from harness import frontier, postgres
-from harness.backends import PostgreSQL
+from harness.backends import PostgreSQL, SQLite
 
 from trawl.crawl import operations
 from trawl.engine.claim import TaskGate, claim
@@ -63,6 +67,7 @@ def main() -> int:
     parser.add_argument("--per-host", type=int, default=100, help="frontier pages per host")
     parser.add_argument("--seconds", type=float, default=60.0, help="crawl window")
     parser.add_argument("--workers", type=int, default=1, help="worker processes crawling")
+    parser.add_argument("--backend", choices=("postgresql", "sqlite"), default="postgresql")
     parser.add_argument(
         "--own-cluster",
         action="store_true",
@@ -70,18 +75,21 @@ def main() -> int:
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    server = _own_cluster() if args.own_cluster else postgres.connect()
-    backend = PostgreSQL(server)
+    backend: SQLite | PostgreSQL
+    if args.backend == "sqlite":
+        backend = SQLite()
+    else:
+        backend = PostgreSQL(_own_cluster() if args.own_cluster else postgres.connect())
     work = Path(tempfile.mkdtemp(prefix="trawl-frontier-bench-"))
     rows = []
     try:
         for size in sizes:
-            rows.append(run(server, backend, size, args, work))
+            rows.append(run(backend, size, args, work))
             print(_line(rows[-1]), flush=True)
             _save(rows)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        server.close()
+        backend.close()
     for row in rows[1:]:
         base = rows[0]
         print(
@@ -108,33 +116,41 @@ def _own_cluster() -> postgres.Server:
     return postgres.Server(cluster.url, cluster)
 
 
-def run(
-    server: postgres.Server, backend: PostgreSQL, pages: int, args: Any, work: Path
-) -> dict[str, Any]:
+def run(backend: SQLite | PostgreSQL, pages: int, args: Any, work: Path) -> dict[str, Any]:
     site = _serve()
-    name = server.create(f"frontier_{pages}")
-    url = server.database_url(name)
     place = Path(tempfile.mkdtemp(prefix=f"{pages}-", dir=work))
     try:
-        load = os.getloadavg()
-        started = time.perf_counter()
-        crawl_id = frontier.create_crawl(
-            url, concurrency=CONCURRENCY, warc=str(place / "frontier.warc.gz")
-        )
-        hosts = frontier.fill(backend, url, crawl_id, pages, args.per_host)
-        seeded = time.perf_counter() - started
-        print(f"  seeded {pages:,} pages over {hosts:,} hosts in {seeded:.0f}s", flush=True)
-        size = _size(server, name)
-        latencies = _claims(url)
-        progress = _progress(url, crawl_id)
-        crawl = _crawl(server, name, url, site[1], args, place)
-        if site[0].poll() is not None:
-            raise RuntimeError("the demo server stopped during the crawl: no figure")
+        with backend.database(f"frontier_{pages}") as url:
+            return _measure(backend, url, pages, args, place, site)
     finally:
         site[0].terminate()
         site[0].wait()
-        server.drop(name)
+
+
+def _measure(
+    backend: SQLite | PostgreSQL,
+    url: str,
+    pages: int,
+    args: Any,
+    place: Path,
+    site: tuple[subprocess.Popen[str], int],
+) -> dict[str, Any]:
+    load = os.getloadavg()
+    started = time.perf_counter()
+    crawl_id = frontier.create_crawl(
+        url, concurrency=CONCURRENCY, warc=str(place / "frontier.warc.gz")
+    )
+    hosts = frontier.fill(backend, url, crawl_id, pages, args.per_host)
+    seeded = time.perf_counter() - started
+    print(f"  seeded {pages:,} pages over {hosts:,} hosts in {seeded:.0f}s", flush=True)
+    size = _size(url)
+    latencies = _claims(url)
+    progress = _progress(url, crawl_id)
+    crawl = _crawl(url, site[1], args, place)
+    if site[0].poll() is not None:
+        raise RuntimeError("the demo server stopped during the crawl: no figure")
     return {
+        "backend": backend.name,
         "pages": pages,
         "hosts": hosts,
         "workers": args.workers,
@@ -163,10 +179,29 @@ def _serve() -> tuple[subprocess.Popen[str], int]:
     return proc, int(origin["main"].rsplit(":", 1)[1])
 
 
-def _size(server: postgres.Server, name: str) -> float:
-    with psycopg.connect(server.dsn(name)) as conn:
-        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
-    return int(row[0]) / (1 << 20) if row else 0.0
+def _is_sqlite(url: str) -> bool:
+    return url.startswith("sqlite")
+
+
+def _query(url: str, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    """One row of *sql* (psycopg's ``%s`` style) on the database at *url*."""
+    if _is_sqlite(url):
+        path = sa.make_url(url).database or ""
+        with contextlib.closing(sqlite3.connect(path)) as conn:
+            return conn.execute(sql.replace("%s", "?").replace("%%", "%"), params).fetchone()
+    dsn = sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(sql, params).fetchone()
+
+
+def _size(url: str) -> float:
+    """MiB of the database (on SQLite, its file and WAL)."""
+    if _is_sqlite(url):
+        path = Path(sa.make_url(url).database or "")
+        files = [path, path.with_name(path.name + "-wal")]
+        return sum(f.stat().st_size for f in files if f.exists()) / (1 << 20)
+    row = _query(url, "SELECT pg_database_size(current_database())")
+    return int(row[0]) / (1 << 20)
 
 
 def _claims(url: str) -> list[float]:
@@ -217,37 +252,48 @@ _DB_STATS = (
     " (SELECT wal_records FROM pg_stat_wal), (SELECT wal_fpi FROM pg_stat_wal),"
     " pg_current_wal_lsn() FROM pg_stat_database WHERE datname = current_database()"
 )
+_STATS = (
+    "xact_commit",
+    "tup_inserted",
+    "tup_updated",
+    "tup_deleted",
+    "blks_read",
+    "blks_hit",
+    "wal_records",
+    "wal_fpi",
+)
 
 
-def _crawl(
-    server: postgres.Server, name: str, url: str, port: int, args: Any, place: Path
-) -> dict[str, Any]:
-    before = _stats(server, name)
+def _crawl(url: str, port: int, args: Any, place: Path) -> dict[str, Any]:
+    before = _stats(url)
     outs = [place / f"worker-{n}.json" for n in range(args.workers)]
     procs = [_worker(url, port, args.seconds, out) for out in outs]
     for proc in procs:
         if proc.wait() != 0:
             raise RuntimeError(f"a crawl worker exited with {proc.returncode}")
     time.sleep(1.5)  # the server's statistics arrive from each backend within a second
-    after = _stats(server, name)
+    after = _stats(url)
     workers = [json.loads(out.read_text()) for out in outs]
     started = min(w["started"] for w in workers)
     stopped = min(w["stopped"] for w in workers)
-    counted = _attempts(server, name, started + WARMUP_S, stopped)
+    counted = _attempts(url, started + WARMUP_S, stopped)
     window = stopped - started - WARMUP_S
     total = counted["all"] or 1
-    delta = {k: after[k] - before[k] for k in before if k != "wal"}
-    wal = _wal_bytes(server, before["wal"], after["wal"])
     summed = {
         k: sum(w[k] for w in workers) for k in ("statements", "rows", "transactions", "cpu_s")
     }
-    return {
+    row = {
         "crawl_s": stopped - started,
         "fetched": counted["all"],
         "fetched_in_window": counted["window"],
         "fetch_errors": counted["errors"],  # no response: a figure with many is not one
         "pages_per_s": counted["window"] / window,
         "worker_cpu_ms_per_page": 1000 * summed["cpu_s"] / total,
+    }
+    if _is_sqlite(url):  # the driver counts and the server's statistics are PostgreSQL's
+        return row
+    delta = {k: after[k] - before[k] for k in _STATS}
+    return row | {
         "statements_per_page": summed["statements"] / total,
         "rows_sent_per_page": summed["rows"] / total,
         "transactions_per_page": summed["transactions"] / total,
@@ -256,9 +302,10 @@ def _crawl(
         "rows_updated_per_page": delta["tup_updated"] / total,
         "rows_deleted_per_page": delta["tup_deleted"] / total,
         "blocks_read_per_page": delta["blks_read"] / total,
-        "wal_bytes_per_page_cluster": wal / total,
-        # cluster-wide too: records, and full-page images (a page's first change after a
-        # checkpoint logs the whole 8 kB page)
+        # the whole cluster's WAL (other databases' work too, unless --own-cluster): bytes,
+        # records, and full-page images (a page's first change after a checkpoint logs
+        # the whole 8 kB page)
+        "wal_bytes_per_page_cluster": _wal_bytes(url, before["wal"], after["wal"]) / total,
         "wal_records_per_page_cluster": delta["wal_records"] / total,
         "wal_fpi_per_page_cluster": delta["wal_fpi"] / total,
     }
@@ -270,47 +317,49 @@ def _worker(url: str, port: int, seconds: float, out: Path) -> subprocess.Popen[
     return subprocess.Popen(argv, env=os.environ | {"PYTHONPATH": str(HERE)})
 
 
-def _stats(server: postgres.Server, name: str) -> dict[str, Any]:
-    with psycopg.connect(server.dsn(name)) as conn:
-        row = conn.execute(_DB_STATS).fetchone()
-    assert row is not None
-    keys = ("xact_commit", "tup_inserted", "tup_updated", "tup_deleted", "blks_read", "blks_hit")
-    keys += ("wal_records", "wal_fpi")
-    return dict(zip(keys, (int(v) for v in row[:8]), strict=True)) | {"wal": row[8]}
+def _stats(url: str) -> dict[str, Any]:
+    if _is_sqlite(url):
+        return {}
+    row = _query(url, _DB_STATS)
+    return dict(zip(_STATS, (int(v) for v in row[:8]), strict=True)) | {"wal": row[8]}
 
 
-def _wal_bytes(server: postgres.Server, before: Any, after: Any) -> float:
-    """WAL written by the whole cluster meanwhile (other databases' work included)."""
-    with psycopg.connect(server.dsn()) as conn:
-        row = conn.execute("SELECT pg_wal_lsn_diff(%s, %s)", (str(after), str(before))).fetchone()
-    return float(row[0]) if row else 0.0
+def _wal_bytes(url: str, before: Any, after: Any) -> float:
+    row = _query(url, "SELECT pg_wal_lsn_diff(%s, %s)", (str(after), str(before)))
+    return float(row[0])
 
 
-def _attempts(server: postgres.Server, name: str, since: float, until: float) -> dict[str, int]:
+def _attempts(url: str, since: float, until: float) -> dict[str, int]:
     sql = (
         "SELECT count(*) FILTER (WHERE status_code IS NOT NULL AND url NOT LIKE '%%/robots.txt'),"
         " count(*) FILTER (WHERE status_code IS NOT NULL AND started_at >= %s AND started_at < %s),"
         " count(*) FILTER (WHERE status_code IS NULL)"
         " FROM crawl_attempts WHERE warc_file IS DISTINCT FROM 'seeded.warc.gz'"
     )
-    with psycopg.connect(server.dsn(name)) as conn:
-        row = conn.execute(sql, (since, until)).fetchone()
-    assert row is not None
+    if _is_sqlite(url):
+        sql = sql.replace("IS DISTINCT FROM", "IS NOT")
+    row = _query(url, sql, (since, until))
     return {"all": int(row[0]), "window": int(row[1]), "errors": int(row[2])}
 
 
 def _line(row: dict[str, Any]) -> str:
-    return (
-        f"frontier {row['pages']:>10,} pages / {row['hosts']:>7,} hosts  seed {row['seed_s']:6.0f}s"
-        f"  db {row['database_mib']:7,.0f} MiB  claim p50 {row['claim_p50_ms']:6.2f} ms"
-        f" p90 {row['claim_p90_ms']:6.2f} ms  progress {row['progress_s']:6.2f}s"
-        f"  {row['pages_per_s']:6.1f} pages/s  {row['statements_per_page']:5.1f} stmts/page"
-        f"  {row['transactions_per_page']:4.1f} tx/page  {row['rows_inserted_per_page']:5.1f}"
-        f" ins/page  {row['rows_updated_per_page']:5.1f} upd/page"
-        f"  WAL(cluster) {row['wal_bytes_per_page_cluster'] / 1024:5.1f} KiB/page"
-        f" ({row['wal_fpi_per_page_cluster']:4.1f} full pages)"
-        f"  {row['fetch_errors']} errors  load {row['load_at_start'][0]:.1f}"
+    line = (
+        f"{row['backend']} frontier {row['pages']:>10,} pages / {row['hosts']:>7,} hosts"
+        f"  seed {row['seed_s']:6.0f}s  db {row['database_mib']:7,.0f} MiB"
+        f"  claim p50 {row['claim_p50_ms']:6.2f} ms p90 {row['claim_p90_ms']:6.2f} ms"
+        f"  progress {row['progress_s']:6.2f}s  {row['pages_per_s']:6.1f} pages/s"
+        f"  {row['worker_cpu_ms_per_page']:4.1f} CPU ms/page"
     )
+    if "statements_per_page" in row:
+        line += (
+            f"  {row['statements_per_page']:5.1f} stmts/page"
+            f"  {row['transactions_per_page']:4.1f} tx/page"
+            f"  {row['rows_inserted_per_page']:5.1f} ins/page"
+            f"  {row['rows_updated_per_page']:5.1f} upd/page"
+            f"  WAL(cluster) {row['wal_bytes_per_page_cluster'] / 1024:5.1f} KiB/page"
+            f" ({row['wal_fpi_per_page_cluster']:4.1f} full pages)"
+        )
+    return line + f"  {row['fetch_errors']} errors  load {row['load_at_start'][0]:.1f}"
 
 
 if __name__ == "__main__":

@@ -21,11 +21,13 @@ crawl does.
 
 As in ``seed.py``: secondary indexes are dropped first and rebuilt after, foreign-key
 triggers are off (the rows are consistent by construction), two connections fill the tables
-at once, then ``VACUUM ANALYZE``. PostgreSQL only.
+at once, then ``VACUUM ANALYZE``; SQLite is filled by one connection without a journal
+(the file is new) and gets no ``ANALYZE``, as a user's database has none.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -165,6 +167,28 @@ def fill(backend: Any, url: str, crawl_id: int, pages: int, per_host: int) -> in
     """Add *pages* due pages, *per_host* a host, with their hosts' done roots; returns the
     number of hosts."""
     hosts = (pages + per_host - 1) // per_host
+    if backend.dialect == "sqlite":
+        _fill_sqlite(backend, url, crawl_id, pages, per_host, hosts)
+    else:
+        _fill_postgres(backend, url, crawl_id, pages, per_host, hosts)
+    return hosts
+
+
+def _params(crawl_id: int, pages: int, per_host: int, hosts: int, version: str) -> dict[str, Any]:
+    return {
+        "crawl": crawl_id,
+        "prefix": f"page:{crawl_id}:",
+        "now": time.time(),
+        "total": pages,
+        "hosts": hosts,
+        "per_host": per_host,
+        "version": version,
+    }
+
+
+def _fill_postgres(
+    backend: Any, url: str, crawl_id: int, pages: int, per_host: int, hosts: int
+) -> None:
     conns = [backend.raw(url), backend.raw(url)]
     try:
         # the seed page operations.create made is host 0's root: the bulk rows bring it
@@ -177,16 +201,7 @@ def fill(backend: Any, url: str, crawl_id: int, pages: int, per_host: int) -> in
         indexes = first.execute(_INDEXES, {"tables": list(TABLES)}).fetchall()
         drops = [f"DROP INDEX {name}" for name, _ in indexes]
         _commit(first, [*drops, f"ALTER TABLE jobs DROP CONSTRAINT {_UNIQUE.split()[0]}"])
-        now = time.time()
-        base = {
-            "crawl": crawl_id,
-            "prefix": f"page:{crawl_id}:",
-            "now": now,
-            "total": pages,
-            "hosts": hosts,
-            "per_host": per_host,
-            "version": _fetch_version(first),
-        }
+        base = _params(crawl_id, pages, per_host, hosts, _fetch_version(first))
         _run(conns, ROOT_STATEMENTS, _roots_series(), base | {"lo": 0, "hi": hosts - 1})
         for lo in range(0, pages, CHUNK):
             params = base | {"lo": lo, "hi": min(pages, lo + CHUNK) - 1}
@@ -200,7 +215,89 @@ def fill(backend: Any, url: str, crawl_id: int, pages: int, per_host: int) -> in
     finally:
         for conn in conns:
             conn.close()
-    return hosts
+
+
+# -- SQLite: one connection, no journal while filling (the file is new), no ANALYZE --------
+
+_SQLITE_HOST = "'h' || printf('%06d', h) || '." + DOMAIN + "'"
+_SQLITE_INDEXES = (
+    "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+    f" AND tbl_name IN ({', '.join(repr(t) for t in TABLES)})"
+)
+
+
+def _sqlite_series(per_host: int) -> str:
+    return (
+        "WITH RECURSIVE n(g) AS (SELECT :lo UNION ALL SELECT g + 1 FROM n WHERE g < :hi),"
+        f" s0 AS (SELECT g, g / {per_host} AS h, g % {per_host} AS j FROM n),"
+        f" s AS (SELECT g, h, j, {_SQLITE_HOST} AS host FROM s0),"
+        " p AS (SELECT g, h, j, host, 'http://' || host || '/page/' || j AS url,"
+        " :prefix || 'http://' || host || '/page/' || j AS id,"
+        " :prefix || 'http://' || host || '/' AS root_id, 'http://' || host || '/' AS root"
+        " FROM s) "
+    )
+
+
+_SQLITE_ROOTS = (
+    "WITH RECURSIVE n(h) AS (SELECT :lo UNION ALL SELECT h + 1 FROM n WHERE h < :hi),"
+    f" r0 AS (SELECT h, {_SQLITE_HOST} AS host FROM n),"
+    " r AS (SELECT h, host, 'http://' || host || '/' AS url,"
+    " :prefix || 'http://' || host || '/' AS id FROM r0) "
+)
+
+
+def _sqlite(statement: str) -> str:
+    """A statement above in SQLite's parameter style."""
+    return re.sub(r"%\((\w+)\)s", r":\1", statement).replace("%%", "%")
+
+
+def _fill_sqlite(
+    backend: Any, url: str, crawl_id: int, pages: int, per_host: int, hosts: int
+) -> None:
+    conn = backend.raw(url)
+    try:
+        _seed_rows_gone(conn, crawl_id)
+        conn.execute("PRAGMA journal_mode=OFF")
+        indexes = conn.execute(_SQLITE_INDEXES).fetchall()
+        _sqlite_transaction(conn, [(f"DROP INDEX {name}", {}) for name, _ in indexes])
+        version = conn.execute("SELECT version FROM tasks WHERE name = ?", (FETCH_TASK,))
+        base = _params(crawl_id, pages, per_host, hosts, str(version.fetchone()[0]))
+        roots = [s for group in ROOT_STATEMENTS for s in group]
+        params = base | {"lo": 0, "hi": hosts - 1}
+        _sqlite_transaction(conn, [(_SQLITE_ROOTS + _sqlite(s), params) for s in roots])
+        series = _sqlite_series(per_host)
+        for lo in range(0, pages, CHUNK):
+            params = base | {"lo": lo, "hi": min(pages, lo + CHUNK) - 1}
+            work = [(series + _sqlite(s), params) for group in PAGE_STATEMENTS for s in group]
+            _sqlite_transaction(conn, work)
+        _sqlite_transaction(conn, [(sql, {}) for _, sql in indexes])
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
+
+
+def _seed_rows_gone(conn: Any, crawl_id: int) -> None:
+    """The seed page operations.create made, every row of it (no cascade: foreign keys are
+    not enforced on this connection)."""
+    like = f"page:{crawl_id}:%"
+    statements = [
+        (f"DELETE FROM {table} WHERE {column} LIKE :like", {"like": like})
+        for table, column in (
+            ("tags", "item_id"),
+            ("aliases", "item_id"),
+            ("jobs", "item_id"),
+            ("crawl_pages", "item_id"),
+            ("items", "id"),
+        )
+    ]
+    _sqlite_transaction(conn, statements)
+
+
+def _sqlite_transaction(conn: Any, statements: list[tuple[str, dict[str, Any]]]) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    for statement, params in statements:
+        conn.execute(statement, params)
+    conn.execute("COMMIT")
 
 
 def _run(conns: list[Any], statements: Any, series: str, params: dict[str, Any]) -> None:
