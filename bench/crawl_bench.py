@@ -178,28 +178,23 @@ def postgres_url(binary: Path = TRAWL) -> tuple[str, object]:
 def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[dict[str, object]]:
     rows = []
     for system in systems:
-        if system.endswith("@before"):  # the same row, by the trawl of another checkout
-            if before is None:
-                raise SystemExit(f"{system}: give --before DIR (a checkout with its .venv)")
-            rows.append(_before(size, system, work, before, len(rows)))
-            print(_line(rows[-1]), flush=True)
-            continue
+        name, binary = _which(system, before)
         server, origin = serve(size)
         root = origin["main"] + "/"
         place = work / f"{system}-{size}-{len(rows)}"  # a system may run more than once
         place.mkdir(parents=True)
         cleanup = None
         try:
-            if system == "trawl-sqlite":
-                row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place)
-            elif system == "trawl-browser":  # every page in Chromium, beside plain fetching
+            if name == "trawl-sqlite":
+                row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place, binary=binary)
+            elif name == "trawl-browser":  # every page in Chromium, beside plain fetching
                 row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place, "--browser")
-            elif system == "trawl-sqlite-nosync":  # the cost of durable WARC, same run
+            elif name == "trawl-sqlite-nosync":  # the cost of durable WARC, same run
                 row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place, "--no-warc-sync")
-            elif system == "trawl-postgresql":
-                url, cleanup = postgres_url()
-                row = trawl(url, root, place)
-            elif system == "wget":
+            elif name == "trawl-postgresql":
+                url, cleanup = postgres_url(binary)
+                row = trawl(url, root, place, binary=binary)
+            elif name == "wget":
                 row = wget(root, place)
             else:
                 row = scrapy(root, place)
@@ -207,36 +202,24 @@ def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[
             server.terminate()
             server.wait()
             if cleanup is not None:
-                pg, name = cleanup  # type: ignore[misc]
-                pg.drop(name)
+                pg, db = cleanup  # type: ignore[misc]
+                pg.drop(db)
         rows.append(_rated({"system": system, "site_pages": size, **row}))
         print(_line(rows[-1]), flush=True)
     return rows
 
 
-def _before(size: int, system: str, work: Path, before: Path, n: int) -> dict[str, object]:
-    binary = before / ".venv" / "bin" / "trawl"
-    server, origin = serve(size)
-    place = work / f"{system}-{size}-{n}"
-    place.mkdir(parents=True)
-    cleanup = None
-    try:
-        if system == "trawl-sqlite@before":
-            row = trawl(
-                f"sqlite:///{place / 'crawl.db'}", origin["main"] + "/", place, binary=binary
-            )
-        elif system == "trawl-postgresql@before":
-            url, cleanup = postgres_url(binary)
-            row = trawl(url, origin["main"] + "/", place, binary=binary)
-        else:
-            raise SystemExit(f"{system}: only trawl-sqlite@before and trawl-postgresql@before")
-    finally:
-        server.terminate()
-        server.wait()
-        if cleanup is not None:
-            pg, name = cleanup  # type: ignore[misc]
-            pg.drop(name)
-    return _rated({"system": system, "site_pages": size, **row})
+def _which(system: str, before: Path | None) -> tuple[str, Path]:
+    """The row's system and the trawl that runs it: ``NAME@before`` is NAME run by the
+    trawl of the checkout given with --before."""
+    name, _, tail = system.partition("@")
+    if not tail:
+        return name, TRAWL
+    if tail != "before" or name not in ("trawl-sqlite", "trawl-postgresql"):
+        raise SystemExit(f"{system}: only trawl-sqlite@before and trawl-postgresql@before")
+    if before is None:
+        raise SystemExit(f"{system}: give --before DIR (a checkout with its .venv)")
+    return name, before / ".venv" / "bin" / "trawl"
 
 
 def _rated(row: dict[str, Any]) -> dict[str, Any]:
