@@ -110,7 +110,6 @@ def _response(url: str, digest: str) -> Response:
         size=17,
         truncated=False,
         started=0.0,
-        sent=0.0,
         elapsed=0.0,
     )
 

@@ -40,7 +40,6 @@ class Response:
     size: int
     truncated: bool
     started: float
-    sent: float  # when the request's first byte was handed to the socket
     elapsed: float
 
     def header(self, name: str) -> str | None:
@@ -71,12 +70,12 @@ class Response:
         return _decode(raw, encoding) if encoding else raw
 
 
-@dataclass(slots=True)
-class _Send:
-    """One request's send, seen from aiohttp's trace hooks (``trace_request_ctx``)."""
+@dataclass(frozen=True, slots=True)
+class _Deadline:
+    """The latest moment a request may go out, handed to aiohttp's trace hooks
+    (``trace_request_ctx``)."""
 
-    not_after: float | None  # the latest moment the request may go out (None: any time)
-    at: float = 0.0  # when it went out
+    not_after: float
 
 
 async def _headers_going_out(
@@ -87,13 +86,9 @@ async def _headers_going_out(
     called off. A politeness permit is checked here, not when the task wakes, because a
     new connection or a busy event loop can hold a request back long enough to crowd the
     host's next one."""
-    send = context.trace_request_ctx
-    if not isinstance(send, _Send):
-        return
-    now = time.time()
-    if send.not_after is not None and now > send.not_after:
-        raise LateStart(f"{now - send.not_after:.3f}s past its permit")
-    send.at = now
+    deadline = context.trace_request_ctx
+    if isinstance(deadline, _Deadline) and (late := time.time() - deadline.not_after) > 0:
+        raise LateStart(f"{late:.3f}s past its permit")
 
 
 def session(concurrency: int) -> aiohttp.ClientSession:
@@ -130,7 +125,6 @@ async def fetch(
     response came, and LateStart, having sent nothing, when the request could not go out
     by *not_after* (this machine's clock)."""
     started = time.time()
-    send = _Send(not_after)
     sent = {"Accept-Encoding": ACCEPT_ENCODING, **headers}
     limits = aiohttp.ClientTimeout(total=timeout, sock_connect=min(10.0, timeout))
     try:
@@ -142,11 +136,11 @@ async def fetch(
             allow_redirects=False,
             timeout=limits,
             skip_auto_headers=(),
-            trace_request_ctx=send,
+            trace_request_ctx=None if not_after is None else _Deadline(not_after),
         ) as resp:
             ip = _peer(resp)
             body = await _read(resp, max_bytes)
-            return _response(url, resp, body, (started, send.at or started), ip, data or b"")
+            return _response(url, resp, body, started, ip, data or b"")
     except TimeoutError as error:
         raise FetchError(f"timed out after {timeout:g}s") from error
     except aiohttp.ClientError as error:
@@ -183,11 +177,10 @@ def _response(
     url: str,
     resp: aiohttp.ClientResponse,
     body: _Body,
-    times: tuple[float, float],  # (started, sent)
+    started: float,
     ip: str | None,
     sent: bytes,
 ) -> Response:
-    started, went = times
     raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in resp.raw_headers]
     # The payload is stored de-chunked: say so rather than claim a chunked body.
     stored = [(k, v) for k, v in raw if k.lower() != "transfer-encoding"]
@@ -213,7 +206,6 @@ def _response(
         size=body.size,
         truncated=body.truncated,
         started=started,
-        sent=went,
         elapsed=time.time() - started,
     )
 

@@ -166,12 +166,10 @@ class Database:
             return
         if self._driver.pipelined:
             self._driver.send(self._raw, begin)  # goes out with the first statement
-            if soft:
+            if soft:  # only ever asked on PostgreSQL, whose driver pipelines
                 self._driver.send(self._raw, ASYNC_COMMIT_SQL)
         else:
             self._run(conn, begin)
-            if soft:
-                self._run(conn, ASYNC_COMMIT_SQL)
         self._depth = 1
         try:
             yield conn
@@ -304,7 +302,7 @@ def _seconds(value: str | tuple[str, ...] | None, default: float) -> float:
     return found
 
 
-def _engine(sa_url: sa.URL, dialect: urls.Dialect, cache_mib: int = 64) -> sa.Engine:
+def _engine(sa_url: sa.URL, dialect: urls.Dialect, cache_mib: int) -> sa.Engine:
     if dialect == "sqlite":
         query = dict(sa_url.query)
         sync = str(query.pop("synchronous", "NORMAL")).upper()
