@@ -193,8 +193,11 @@ def test_a_fire_while_its_crawl_still_runs_is_skipped(cli: Cli, silent_server: s
         "0",
         "--timeout",
         "120s",
+        # The lease is the fetch task's timeout too: a short one would fail the page's
+        # attempts one after another and, on a slow machine, finish the crawl (its page
+        # failed for good) before the second fire looks at it.
         "--lease",
-        "2s",
+        "120s",
         "--no-robots",
     )
     first = cli.fire("c")
@@ -206,7 +209,7 @@ def test_a_fire_while_its_crawl_still_runs_is_skipped(cli: Cli, silent_server: s
     assert second["last_outcome"] == "skipped"
     assert second["crawl"] == crawl_id
     cli("crawl", "abort", str(crawl_id))
-    for pid in cli.pids:  # its worker gone, the aborted crawl stops once the lease lapses
+    for pid in cli.pids:  # an aborted crawl is not running, whatever its page in flight
         # (on a busy machine the worker may have seen the abort and exited already)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
