@@ -82,6 +82,18 @@ _LOWER = q(
     " WHERE crawl_id = :crawl AND url = :url AND depth > :depth"
     " RETURNING url, item_id, skip"
 )
+_PAGES_OF = (
+    "SELECT url, item_id, depth, via, skip FROM crawl_pages WHERE crawl_id = :crawl AND url {}"
+)
+_PAGES_OF_SQLITE = q(_PAGES_OF.format("IN (SELECT value FROM json_each(:urls))"))
+_PAGES_OF_POSTGRES = q(_PAGES_OF.format("= ANY(:urls)"))
+_CHILDREN = (
+    "SELECT l.parent, l.child, l.hops, p.depth FROM crawl_links l"
+    " JOIN crawl_pages p ON p.crawl_id = l.crawl_id AND p.url = l.child"
+    " WHERE l.crawl_id = :crawl AND l.parent {}"
+)
+_CHILDREN_SQLITE = q(_CHILDREN.format("IN (SELECT value FROM json_each(:parents))"))
+_CHILDREN_POSTGRES = q(_CHILDREN.format("= ANY(:parents)"))
 _SET_SKIP = q("UPDATE crawl_pages SET skip = :skip WHERE crawl_id = :crawl AND url = :url")
 _INSERT_LINK = q(
     "INSERT INTO crawl_links (crawl_id, parent, child, hops) VALUES (:crawl, :parent, :child,"
@@ -149,7 +161,7 @@ _HOST_LOCKED = q(
 # before the block began fail together, and count as one.
 _HOST_ERROR = q(
     "UPDATE crawl_hosts SET errors = errors + 1, errors_since = COALESCE(errors_since, :now)"
-    " WHERE host = :host AND (blocked_until IS NULL OR blocked_until <= :now)"
+    " WHERE host = :host AND (blocked_until IS NULL OR blocked_until <= :now) RETURNING host"
 )
 _HOST_ERRORS = q("SELECT errors, errors_since, blocked_until FROM crawl_hosts WHERE host = :host")
 _HOST_OK = q(
@@ -240,20 +252,20 @@ class CrawlTables:
 
     def get(self, crawl_id: int, *, lock: bool = False) -> CrawlRow | None:
         stmt = _CRAWL_LOCKED if lock and not self.db.is_sqlite else _CRAWL
-        row = self.db.execute(stmt, {"id": crawl_id}).first()
-        return None if row is None else _crawl(row)
+        rows = self.db.fetch(stmt, {"id": crawl_id})
+        return _crawl(rows[0]) if rows else None
 
     def all(self) -> list[CrawlRow]:
-        return [_crawl(r) for r in self.db.execute(_CRAWLS)]
+        return [_crawl(r) for r in self.db.fetch(_CRAWLS)]
 
     def newest(self, *, before: int | None, limit: int) -> list[CrawlRow]:
         """Crawls newest first with ids below *before* (a cursor)."""
         params = {"before": 2**62 if before is None else before, "limit": limit}
-        return [_crawl(r) for r in self.db.execute(_NEWEST, params)]
+        return [_crawl(r) for r in self.db.fetch(_NEWEST, params)]
 
     def by_spec(self, spec: str) -> CrawlRow | None:
-        row = self.db.execute(_BY_SPEC, {"spec": spec}).first()
-        return None if row is None else _crawl(row)
+        rows = self.db.fetch(_BY_SPEC, {"spec": spec})
+        return _crawl(rows[0]) if rows else None
 
     def update(self, crawl_id: int, column: str, value: Any) -> None:
         if column not in ("aborted", "ruleset", "concurrency", "niceness", "options"):
@@ -276,24 +288,20 @@ class CrawlTables:
         return self.db.execute(_INSERT_RULESET, params).scalar() is not None
 
     def ruleset(self, crawl_id: int, version: int) -> list[dict[str, Any]]:
-        text = self.db.execute(_RULESET, {"crawl": crawl_id, "version": version}).scalar()
-        return [] if text is None else list(codec.loads(text))
+        rows = self.db.fetch(_RULESET, {"crawl": crawl_id, "version": version})
+        return list(codec.loads(rows[0][0])) if rows else []
 
     # -- pages and links ------------------------------------------------------------------
 
     def page(self, crawl_id: int, url: str, *, lock: bool = False) -> PageRow | None:
         stmt = _PAGE_LOCKED if lock and not self.db.is_sqlite else _PAGE
-        row = self.db.execute(stmt, {"crawl": crawl_id, "url": url}).first()
-        return None if row is None else PageRow(**row._mapping)
+        rows = self.db.fetch(stmt, {"crawl": crawl_id, "url": url})
+        return _page(rows[0]) if rows else None
 
     def pages_of(self, crawl_id: int, urls: Sequence[str]) -> dict[str, PageRow]:
-        clause, params = _in(self.db, "urls", urls)
-        stmt = q(
-            "SELECT url, item_id, depth, via, skip FROM crawl_pages"
-            f" WHERE crawl_id = :crawl AND url {clause}"
-        )
-        rows = self.db.execute(stmt, params | {"crawl": crawl_id})
-        return {r.url: PageRow(**r._mapping) for r in rows}
+        stmt = _PAGES_OF_SQLITE if self.db.is_sqlite else _PAGES_OF_POSTGRES
+        rows = self.db.fetch(stmt, {"crawl": crawl_id, "urls": _list(self.db, urls)})
+        return {r[0]: _page(r) for r in rows}
 
     def insert_pages(self, crawl_id: int, rows: Sequence[dict[str, Any]], now: float) -> set[str]:
         """Insert pages (url, item_id, depth, via, skip); returns the urls that were new."""
@@ -303,62 +311,51 @@ class CrawlTables:
             return head | self.insert_pages(crawl_id, rows[500:], now)
         if not rows:
             return set()
-        values = ", ".join(
-            f"(:crawl, :url{i}, :item{i}, :depth{i}, :via{i}, :skip{i}, :now)"
-            for i in range(len(rows))
-        )
         params: dict[str, Any] = {"crawl": crawl_id, "now": now}
         for i, row in enumerate(rows):
             params |= {f"url{i}": row["url"], f"item{i}": row["item_id"]}
             params |= {f"depth{i}": row["depth"], f"via{i}": row["via"], f"skip{i}": row["skip"]}
-        stmt = q(
-            "INSERT INTO crawl_pages (crawl_id, url, item_id, depth, via, skip, found_at)"
-            f" VALUES {values} ON CONFLICT DO NOTHING RETURNING url"
-        )
-        return set(self.db.execute(stmt, params).scalars())
+        stmt = _insert_pages(len(rows))
+        return {r[0] for r in self.db.fetch(stmt, params)}
 
     def lower(self, crawl_id: int, url: str, depth: int, via: str | None) -> PageRow | None:
         """Lower a page's depth if *depth* is smaller; the page as it now is, else ``None``."""
         params = {"crawl": crawl_id, "url": url, "depth": depth, "via": via}
-        row = self.db.execute(_LOWER, params).first()
-        if row is None:
+        rows = self.db.fetch(_LOWER, params)
+        if not rows:
             return None
-        return PageRow(url=row.url, item_id=row.item_id, depth=depth, via=via, skip=row.skip)
+        found, item_id, skip = rows[0]
+        return PageRow(url=found, item_id=item_id, depth=depth, via=via, skip=skip)
 
     def set_skip(self, crawl_id: int, url: str, skip: str | None) -> None:
-        self.db.execute(_SET_SKIP, {"crawl": crawl_id, "url": url, "skip": skip})
+        self.db.send(_SET_SKIP, {"crawl": crawl_id, "url": url, "skip": skip})
 
     def add_links(self, crawl_id: int, parent: str, children: Sequence[tuple[str, int]]) -> None:
         rows = [
             {"crawl": crawl_id, "parent": parent, "child": c, "hops": h}
             for c, h in sorted(children)  # key order: no deadlocks (bulk.py)
         ]
-        self.db.executemany(_INSERT_LINK, rows)
+        self.db.send_many(_INSERT_LINK, rows)
 
     def children(self, crawl_id: int, parents: Sequence[str]) -> list[tuple[str, str, int, int]]:
         """(parent, child, hops, child depth) for every link out of *parents*."""
-        clause, params = _in(self.db, "parents", parents)
-        stmt = q(
-            "SELECT l.parent, l.child, l.hops, p.depth FROM crawl_links l"
-            " JOIN crawl_pages p ON p.crawl_id = l.crawl_id AND p.url = l.child"
-            f" WHERE l.crawl_id = :crawl AND l.parent {clause}"
-        )
-        rows = self.db.execute(stmt, params | {"crawl": crawl_id})
-        return [(r.parent, r.child, r.hops, r.depth) for r in rows]
+        stmt = _CHILDREN_SQLITE if self.db.is_sqlite else _CHILDREN_POSTGRES
+        rows = self.db.fetch(stmt, {"crawl": crawl_id, "parents": _list(self.db, parents)})
+        return [(parent, child, int(hops), int(depth)) for parent, child, hops, depth in rows]
 
     # -- the pages' jobs ------------------------------------------------------------------
 
     def skip_jobs(self, item_ids: Sequence[str]) -> None:
-        self.db.executemany(_JOB_SKIP, [{"item_id": i} for i in item_ids])
+        self.db.send_many(_JOB_SKIP, [{"item_id": i} for i in item_ids])
 
     def unskip_jobs(self, item_ids: Sequence[str], now: float) -> None:
-        self.db.executemany(_JOB_UNSKIP, [{"item_id": i, "now": now} for i in item_ids])
+        self.db.send_many(_JOB_UNSKIP, [{"item_id": i, "now": now} for i in item_ids])
 
     def park_jobs(self, crawl_id: int) -> int:
         return int(self.db.execute(_PARK, {"crawl": crawl_id}).rowcount)
 
     def park_job(self, item_id: str) -> None:
-        self.db.execute(_PARK_ONE, {"item_id": item_id})
+        self.db.send(_PARK_ONE, {"item_id": item_id})
 
     def unpark_jobs(self, crawl_id: int, now: float) -> int:
         return int(self.db.execute(_UNPARK, {"crawl": crawl_id, "now": now}).rowcount)
@@ -369,7 +366,7 @@ class CrawlTables:
     # -- attempts and payloads ------------------------------------------------------------
 
     def add_attempt(self, row: dict[str, Any]) -> None:
-        self.db.execute(_INSERT_ATTEMPT, _BROWSER_FIELDS | row)
+        self.db.send(_INSERT_ATTEMPT, _BROWSER_FIELDS | row)
 
     def add_page_items(self, items: Sequence[NewItem], now: float, creator: str | None) -> None:
         """Create the items of new pages (their jobs and journal rows with them); ids
@@ -378,16 +375,16 @@ class CrawlTables:
 
     def add_payload(self, crawl_id: int, digest: str, url: str, date: str) -> None:
         params = {"crawl": crawl_id, "digest": digest, "url": url, "date": date}
-        self.db.execute(_INSERT_PAYLOAD, params)
+        self.db.send(_INSERT_PAYLOAD, params)
 
     def payloads(self, crawl_id: int) -> dict[str, tuple[str, str]]:
-        rows = self.db.execute(_PAYLOADS, {"crawl": crawl_id})
-        return {r.digest: (r.url, r.date) for r in rows}
+        rows = self.db.fetch(_PAYLOADS, {"crawl": crawl_id})
+        return {digest: (url, date) for digest, url, date in rows}
 
     def payload(self, crawl_id: int, digest: str) -> tuple[str, str] | None:
         """(url, WARC-Date) of the first archived copy of *digest* in the crawl."""
-        row = self.db.execute(_PAYLOAD, {"crawl": crawl_id, "digest": digest}).first()
-        return None if row is None else (row.url, row.date)
+        rows = self.db.fetch(_PAYLOAD, {"crawl": crawl_id, "digest": digest})
+        return (rows[0][0], rows[0][1]) if rows else None
 
     # -- politeness -----------------------------------------------------------------------
 
@@ -396,21 +393,21 @@ class CrawlTables:
         PostgreSQL; *known*: the caller saw the row before (it is never deleted), so it
         need not be created."""
         if not known:
-            self.db.execute(_HOST_INIT, {"host": host})
+            self.db.send(_HOST_INIT, {"host": host})
         stmt = _HOST if self.db.is_sqlite else _HOST_LOCKED
-        row = self.db.execute(stmt, {"host": host}).one()
-        return float(row.next_at), row.blocked_until, int(row.errors)
+        next_at, blocked_until, errors = self.db.fetch(stmt, {"host": host})[0]
+        return float(next_at), blocked_until, int(errors)
 
     def host_error(self, host: str, now: float) -> tuple[bool, int, float, float | None]:
         """Count one more consecutive error of *host*: (counted, errors in the run, when the
         run began, blocked until)."""
-        self.db.execute(_HOST_INIT, {"host": host})
-        counted = self.db.execute(_HOST_ERROR, {"host": host, "now": now}).rowcount > 0
-        row = self.db.execute(_HOST_ERRORS, {"host": host}).one()
-        return counted, int(row.errors), float(row.errors_since or now), row.blocked_until
+        self.db.send(_HOST_INIT, {"host": host})
+        counted = bool(self.db.fetch(_HOST_ERROR, {"host": host, "now": now}))
+        errors, since, blocked_until = self.db.fetch(_HOST_ERRORS, {"host": host})[0]
+        return counted, int(errors), float(since or now), blocked_until
 
     def host_ok(self, host: str) -> None:
-        self.db.execute(_HOST_OK, {"host": host})
+        self.db.send(_HOST_OK, {"host": host})
 
     # The writes of the politeness gate nobody reads back go with the next statement or
     # the COMMIT (one round trip on PostgreSQL; Database.send).
@@ -418,14 +415,14 @@ class CrawlTables:
         self.db.send(_HOST_NEXT, {"host": host, "next_at": next_at})
 
     def block(self, host: str, until: float) -> None:
-        self.db.execute(_HOST_INIT, {"host": host})  # a host not yet seen can be blocked too
-        self.db.execute(_HOST_BLOCK, {"host": host, "until": until})
+        self.db.send(_HOST_INIT, {"host": host})  # a host not yet seen can be blocked too
+        self.db.send(_HOST_BLOCK, {"host": host, "until": until})
 
     def held(self, keys: Sequence[str], now: float) -> dict[str, int]:
         """Slots in use per key."""
         found = dict.fromkeys(keys, 0)
         named = {f"k{n}": key for n, key in enumerate(keys)}
-        for key, count in self.db.execute(_slots_held(len(keys)), named | {"now": now}):
+        for key, count in self.db.fetch(_slots_held(len(keys)), named | {"now": now}):
             found[key] = int(count)
         return found
 
@@ -440,11 +437,11 @@ class CrawlTables:
         self.db.send(_PURGE_SLOTS, {"now": now})
 
     def robots(self, host: str) -> tuple[int, str, float] | None:
-        row = self.db.execute(_ROBOTS, {"host": host}).first()
-        return None if row is None else (row.status, row.body, row.fetched_at)
+        rows = self.db.fetch(_ROBOTS, {"host": host})
+        return (int(rows[0][0]), rows[0][1], float(rows[0][2])) if rows else None
 
     def put_robots(self, host: str, status: int, body: str, now: float) -> None:
-        self.db.execute(_PUT_ROBOTS, {"host": host, "status": status, "body": body, "now": now})
+        self.db.send(_PUT_ROBOTS, {"host": host, "status": status, "body": body, "now": now})
 
     # -- progress and reports -------------------------------------------------------------
 
@@ -474,25 +471,40 @@ class CrawlTables:
 
 
 def _crawl(row: Any) -> CrawlRow:
+    (id_, spec, seeds, depth_limit, niceness, concurrency, tag, by, note, aborted) = row[:10]
     return CrawlRow(
-        id=int(row.id),
-        spec=row.spec,
-        seeds=list(codec.loads(row.seeds)),
-        depth_limit=row.depth_limit,
-        niceness=row.niceness,
-        concurrency=row.concurrency,
-        tag=row.tag,
-        created_by=row.created_by,
-        note=row.note,
-        aborted=bool(row.aborted),
-        ruleset=row.ruleset,
-        options=codec.loads(row.options),
-        created_at=row.created_at,
+        id=int(id_),
+        spec=spec,
+        seeds=list(codec.loads(seeds)),
+        depth_limit=depth_limit,
+        niceness=niceness,
+        concurrency=concurrency,
+        tag=tag,
+        created_by=by,
+        note=note,
+        aborted=bool(aborted),
+        ruleset=row[10],
+        options=codec.loads(row[11]),
+        created_at=row[12],
     )
 
 
-def _in(db: Database, name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
-    """``IN (...)`` over a list: a JSON array on SQLite, an array on PostgreSQL."""
-    if db.is_sqlite:
-        return f"IN (SELECT value FROM json_each(:{name}))", {name: codec.dumps(list(values))}
-    return f"= ANY(:{name})", {name: list(values)}
+def _page(row: Any) -> PageRow:
+    url, item_id, depth, via, skip = row
+    return PageRow(url=url, item_id=item_id, depth=int(depth), via=via, skip=skip)
+
+
+def _list(db: Database, values: Sequence[Any]) -> Any:
+    """A list parameter: a JSON array on SQLite (``json_each``), an array on PostgreSQL."""
+    return codec.dumps(list(values)) if db.is_sqlite else list(values)
+
+
+@functools.cache
+def _insert_pages(count: int) -> TextClause:
+    values = ", ".join(
+        f"(:crawl, :url{i}, :item{i}, :depth{i}, :via{i}, :skip{i}, :now)" for i in range(count)
+    )
+    return q(
+        "INSERT INTO crawl_pages (crawl_id, url, item_id, depth, via, skip, found_at)"
+        f" VALUES {values} ON CONFLICT DO NOTHING RETURNING url"
+    )
