@@ -235,7 +235,9 @@ class Database:
         """Run a block that can fail on its own without undoing the enclosing transaction."""
         name = f"sp{next(self._savepoints)}"
         conn = self.conn
-        conn.exec_driver_sql(f"SAVEPOINT {name}")
+        # At the driver (a commit takes one per attempt with effects). The SAVEPOINT goes
+        # out with what is queued before it, so the queue then holds only this block's.
+        self.fetch(f"SAVEPOINT {name}")
         self._depth += 1
         journaled = len(self._journal)
         try:
@@ -243,20 +245,17 @@ class Database:
         except BaseException:
             del self._journal[journaled:]  # what the savepoint undid is not journaled
             self._driver.drop()  # statements not sent yet are undone by not sending them
-            conn.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {name}")
-            conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
+            self.fetch(f"ROLLBACK TO SAVEPOINT {name}")
+            self.fetch(f"RELEASE SAVEPOINT {name}")
             raise
         finally:
             self._depth -= 1
-        conn.exec_driver_sql(f"RELEASE SAVEPOINT {name}")
+        self.send(f"RELEASE SAVEPOINT {name}")
 
     def _run(self, conn: sa.Connection, statement: str) -> None:
         """BEGIN, COMMIT: on PostgreSQL together with what is queued (one round trip)."""
         try:
-            if self._driver.queued:
-                self._driver.fetch(self._raw, statement)
-            else:
-                conn.exec_driver_sql(statement)
+            self._driver.fetch(self._raw, statement)
         except exc.DBAPIError as error:
             self.reset()
             raise translate(self.url, error) from error
