@@ -88,31 +88,46 @@ class ProcessState:
     ) -> tuple[Written, bool]:
         """Write the exchange (a revisit if its payload was archived before); returns where
         the response record went and whether this is the payload's first copy."""
+        known = await self.first_copy(ctx, crawl, resp)
+        return await asyncio.to_thread(self.write_exchange, crawl, resp, known, outlinks)
+
+    async def first_copy(
+        self, ctx: Context, crawl: CrawlRow, resp: Response
+    ) -> tuple[str, str] | None:
+        """(url, WARC-Date) of the payload's first archived copy in the crawl, if any."""
+        if resp.size <= 0 or resp.truncated:
+            return None
+        # Archived lately by this process, else as the crawl's committed pages recorded it.
+        # Nothing is kept per page for the whole crawl, so a worker's memory stays flat
+        # however large the crawl grows.
+        known = self._recent.get((crawl.id, resp.exchange.digest))
+        if known is None:
+            known = await self.port.payload(ctx, crawl.id, resp.exchange.digest)
+        return known
+
+    def write_exchange(
+        self,
+        crawl: CrawlRow,
+        resp: Response,
+        known: tuple[str, str] | None,
+        outlinks: list[str] | None = None,
+    ) -> tuple[Written, bool]:
+        """:meth:`archive`'s write, in a thread (blocking): *known* is what
+        :meth:`first_copy` found."""
         ex = resp.exchange
         whole = resp.size > 0 and not resp.truncated
         key = (crawl.id, ex.digest)
-        # The first copy of a payload: archived lately by this process, else as the crawl's
-        # committed pages recorded it. Nothing is kept per page for the whole crawl, so a
-        # worker's memory stays flat however large the crawl grows.
-        known = self._recent.get(key) if whole else None
-        if whole and known is None:
-            known = await self.port.payload(ctx, crawl.id, ex.digest)
         files, lock = self._warc(crawl)
-        durable = Options.from_json(crawl.options).warc_sync
-
-        def write() -> tuple[Written, bool]:
-            # Look again under the file lock: two copies fetched at once (a page and its
-            # session-id twin) must not both be stored in full.
-            with lock:
-                refers = (known or self._recent.get(key)) if whole else None
-                written = files.write(ex, refers, outlinks)
-                if whole and refers is None:  # only a payload whose record was written
-                    self._recent.add(key, (ex.url, ex.date))  # may be referred to
-            if durable:  # on disk before the commit that records its offset; writers that
-                files.sync(written)  # finish together share one fdatasync
-            return written, whole and refers is None
-
-        return await asyncio.to_thread(write)
+        # Look again under the file lock: two copies fetched at once (a page and its
+        # session-id twin) must not both be stored in full.
+        with lock:
+            refers = (known or self._recent.get(key)) if whole else None
+            written = files.write(ex, refers, outlinks)
+            if whole and refers is None:  # only a payload whose record was written
+                self._recent.add(key, (ex.url, ex.date))  # may be referred to
+        if Options.from_json(crawl.options).warc_sync:  # on disk before the commit that
+            files.sync(written)  # records its offset; writers that finish together share one
+        return written, whole and refers is None
 
     async def archive_resource(
         self, crawl: CrawlRow, url: str, content_type: str, data: bytes, date: str

@@ -28,6 +28,7 @@ from trawl.crawl.politeness import (
 from trawl.crawl.robots import MAX_BYTES, MAX_REDIRECTS, UNREACHABLE, Robots, robots_url
 from trawl.crawl.rules import Settings
 from trawl.crawl.state import ProcessState, runtime
+from trawl.crawl.warc import Written
 from trawl.model.errors import NotFound
 from trawl.runtime.context import Context
 from trawl.store.crawls import CrawlRow
@@ -187,9 +188,21 @@ async def _handle(
     if not too_long and rendering.renders(r.options, r.settings, resp):
         browser = await _render(ctx, rt, r, url, resp, record)
     links = browser.links if browser is not None else None
-    found, cut = await asyncio.to_thread(_found, plan, url, resp, r.options.max_links, chain, links)
+    known = await rt.first_copy(ctx, r.crawl, resp) if r.options.warc else None
+
+    def extract_and_archive() -> tuple[list[Found], str | None, tuple[Written, bool] | None]:
+        found, cut = _found(plan, url, resp, r.options.max_links, chain, links)
+        if too_long:
+            found = []  # the chain ends here
+        if not r.options.warc:
+            return found, cut, None
+        outlinks = [f.url for f in found]
+        return found, cut, rt.write_exchange(r.crawl, resp, known, outlinks)
+
+    # One hop off the event loop for both: parsing is CPU work on hostile input, and the
+    # WARC write blocks on the disk.
+    found, cut, archived = await asyncio.to_thread(extract_and_archive)
     if too_long:
-        found = []  # the chain ends here
         record["error"] = (
             f"redirect chain of {chain} exceeds max_redirects {r.options.max_redirects}"
         )
@@ -207,8 +220,8 @@ async def _handle(
     }
     if browser is not None:  # its time is the fetch and the render together
         record |= browser.record | {"elapsed": time.time() - record["started_at"]}
-    if r.options.warc:
-        written, first = await rt.archive(ctx, r.crawl, resp, [f.url for f in found])
+    if archived is not None:
+        written, first = archived
         record |= {"warc_file": written.file, "warc_offset": written.offset}
         record["warc_length"] = written.length
         if first:
