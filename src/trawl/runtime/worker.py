@@ -35,6 +35,9 @@ T = TypeVar("T")
 
 RETRY_MAX = 30.0  # longest wait between attempts to reach a database that went away
 SWEEP_EVERY = 1.0  # seconds between looks for lapsed leases (crashed attempts)
+# While too few slots are free to claim, finished attempts wait up to this long for others
+# to commit with: a batch costs one transaction, however many attempts it holds.
+GATHER = 0.02
 
 
 class Worker:
@@ -97,6 +100,7 @@ class Worker:
         # When each running async attempt times out (monotonic); the watchdog enforces it.
         self._deadlines: dict[int, float] = {}
         self._pending: list[AttemptResult] = []
+        self._pending_since = 0.0  # when the oldest of _pending finished (monotonic)
         self._committing: list[AttemptResult] = []
         self._commits = 0
         self._retries_until = 0.0  # monotonic: when the last retry this worker set comes due
@@ -234,6 +238,11 @@ class Worker:
             if not claiming and not self._pending:
                 await self._wait(self.poll)  # let slots free up so claims come in batches
                 continue
+            if not claiming and len(self._pending) < low_water and not self._stopping:
+                waited = time.monotonic() - self._pending_since
+                if waited < GATHER:  # more attempts will finish: commit them together
+                    await self._wait(GATHER - waited)
+                    continue
             if claiming and time.monotonic() >= self._next_sweep:
                 await self._sweep(lane)
             epoch = self._commits
@@ -353,6 +362,8 @@ class Worker:
             self.stats.running = len(self._running)
         if self.hooks.ticks:
             self.hooks.tick_end(job, result)
+        if not self._pending:
+            self._pending_since = time.monotonic()
         self._pending.append(result)
         self._commit_wanted.set()
         self._wake.set()
