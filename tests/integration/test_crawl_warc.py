@@ -89,6 +89,9 @@ class _Committed:
         self.asked.append(digest)
         return ("http://a.test/old", "2026-11-01T00:00:00Z") if digest == "sha1:OLD" else None
 
+    async def close(self) -> None:
+        pass
+
 
 def _response(url: str, digest: str) -> Response:
     body = io.BytesIO(b"<html>same</html>")

@@ -10,6 +10,7 @@ from trawl.crawl.warc import DEFAULT_MAX_SIZE
 
 if TYPE_CHECKING:
     from trawl.crawl.rules import Settings
+    from trawl.store.crawls import CrawlRow
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -35,8 +36,15 @@ class Options:
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> Options:
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in value.items() if k in known})
+        return cls(**{k: v for k, v in value.items() if k in _FIELDS})
+
+
+_FIELDS = frozenset(f.name for f in fields(Options))
+
+
+def options_of(crawl: CrawlRow) -> Options:
+    """The crawl's options (settings a later trawl dropped are ignored)."""
+    return Options.from_json(crawl.options)
 
 
 def wants_browser(options: Options, settings: Settings) -> bool:

@@ -9,13 +9,15 @@ start; when the start is far off it takes nothing and the job moves only its ``d
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from trawl.crawl import urls
-from trawl.crawl.options import Options, wants_browser
+from trawl.crawl.options import Options, options_of, wants_browser
 from trawl.crawl.robots import Robots
 from trawl.crawl.rules import Ruleset, Settings, from_json
 from trawl.store.crawls import CrawlRow, CrawlTables
@@ -46,6 +48,58 @@ class Plan:
     host_errors: int = 0  # fetch: the host's consecutive errors so far (a success resets)
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Ask:
+    """One fetch attempt asking the gate for its plan; *finished*: (item, attempt) of
+    requests done whose slots can go."""
+
+    crawl_id: int
+    url: str
+    item_id: str
+    attempt: int
+    finished: tuple[tuple[str, int], ...] = ()
+
+
+class _Tables:
+    """The gate's reads within one transaction, each row read once: the crawl, a host's
+    row (locked on PostgreSQL), and slots in use, which this transaction's takes raise."""
+
+    def __init__(self, t: CrawlTables, known_hosts: set[str]) -> None:
+        self.t = t
+        self._known = known_hosts
+        self._crawls: dict[int, CrawlRow | None] = {}
+        self._hosts: dict[str, tuple[float, float | None, int]] = {}
+        self._held: dict[str, int] = {}
+
+    def crawl(self, crawl_id: int) -> CrawlRow | None:
+        if crawl_id not in self._crawls:
+            self._crawls[crawl_id] = self.t.get(crawl_id)
+        return self._crawls[crawl_id]
+
+    def host(self, host: str) -> tuple[float, float | None, int]:
+        found = self._hosts.get(host)
+        if found is None:
+            found = self._hosts[host] = self.t.host(host, known=host in self._known)
+            self._known.add(host)
+        return found
+
+    def held(self, keys: tuple[str, str], now: float) -> dict[str, int]:
+        missing = [k for k in keys if k not in self._held]
+        if missing:
+            self._held |= self.t.held(missing, now)
+        return {k: self._held[k] for k in keys}
+
+    def set_next(self, host: str, next_at: float) -> None:
+        _, blocked, errors = self._hosts[host]
+        self._hosts[host] = (next_at, blocked, errors)
+        self.t.set_next(host, next_at)
+
+    def take(self, keys: tuple[str, str], item_id: str, attempt: int, until: float) -> None:
+        for key in keys:
+            self._held[key] += 1
+        self.t.take(list(keys), item_id, attempt, until)
+
+
 class Gate:
     """Decides what a fetch attempt does now; caches rulesets and robots.txt per process."""
 
@@ -69,42 +123,44 @@ class Gate:
         a request's slots go as soon as it is done, not when its job commits. A fetcher
         without a *browser* (a remote pipeline that said none) gets no page that wants
         one: it is deferred, for a fetcher with a browser to take."""
+        ask = Ask(crawl_id=crawl_id, url=url, item_id=item_id, attempt=attempt)
+        ask = dataclasses.replace(ask, finished=tuple(finished))
+        return self.begin_many(store, [ask], browser=browser)[0]
+
+    def begin_many(self, store: Store, asks: Sequence[Ask], browser: bool = True) -> list[Plan]:
+        """Plan several attempts in one transaction, in order, as :meth:`begin` would one
+        after another: each sees the starts and slots the ones before it took."""
         tables = store.crawls
         with store.write(soft=True):
-            for done_item, done_attempt in finished:
-                tables.release(done_item, done_attempt)
-            at = (crawl_id, url, item_id, attempt)
-            return self._begin(tables, store.clock(), *at, browser=browser)
+            for ask in asks:
+                for done_item, done_attempt in ask.finished:
+                    tables.release(done_item, done_attempt)
+            now = store.clock()
+            view = _Tables(tables, self._hosts)
+            if self._rng.random() < 0.01 * len(asks):
+                tables.purge_slots(now)
+            return [self._begin(view, now, ask, browser=browser) for ask in asks]
 
-    def _begin(
-        self,
-        t: CrawlTables,
-        now: float,
-        crawl_id: int,
-        url: str,
-        item_id: str,
-        attempt: int,
-        *,
-        browser: bool = True,
-    ) -> Plan:
-        crawl = t.get(crawl_id)
+    def _begin(self, t: _Tables, now: float, ask: Ask, *, browser: bool = True) -> Plan:
+        crawl = t.crawl(ask.crawl_id)
         if crawl is None:
             return Plan(action="skip", reason="gone")
         if crawl.aborted:
             return Plan(action="park")
-        ruleset = self.ruleset(t, crawl)
+        url = ask.url
+        ruleset = self.ruleset(t.t, crawl)
         settings = ruleset.settings(url)
         # Depth needs no check: pages past the limit are created skipped, never claimed.
         base = Plan(action="skip", crawl=crawl, ruleset=ruleset, settings=settings)
         if settings.skip:
             return _with(base, reason=f"rule:{ruleset.version}")
-        options = Options.from_json(crawl.options)
+        options = options_of(crawl)
         if not browser and wants_browser(options, settings):
             return _defer(_with(base, options=options), now + NO_BROWSER_RETRY)
         host = urls.host(url)
         delay, action = options.delay, "fetch"
         if options.robots:
-            robots = self.robots(t, host, now)
+            robots = self.robots(t.t, host, now)
             if robots is None:
                 action = "robots"
             elif robots.unavailable:  # RFC 9309: disallow all while the server errs
@@ -113,40 +169,30 @@ class Gate:
                 return _with(base, reason="robots")
             else:
                 delay = max(delay, capped_delay(robots, settings.user_agent, options))
-        if self._rng.random() < 0.01:
-            t.purge_slots(now)
         planned = _with(base, options=options, action=action)
-        return self._reserve(t, now, planned, host, delay, item_id, attempt)
+        return self._reserve(t, now, planned, host, delay, ask)
 
     def _reserve(
-        self,
-        t: CrawlTables,
-        now: float,
-        plan: Plan,
-        host: str,
-        delay: float,
-        item_id: str,
-        attempt: int,
+        self, t: _Tables, now: float, plan: Plan, host: str, delay: float, ask: Ask
     ) -> Plan:
         crawl, options = plan.crawl, plan.options
         if crawl is None or options is None:
             raise RuntimeError(f"an incomplete plan: {plan}")
-        next_at, blocked, errors = t.host(host, known=host in self._hosts)
-        self._hosts.add(host)
+        next_at, blocked, errors = t.host(host)
         if blocked is not None and blocked > now:
             return _defer(plan, blocked + self._rng.uniform(0, max(delay, 0.5)))
         if crawl.concurrency <= 0:
             return _defer(plan, now + PAUSED_RETRY)
         per_host = options.per_host or crawl.concurrency
-        host_key, crawl_key = f"host:{host}", f"crawl:{crawl.id}"
-        held = t.held((host_key, crawl_key), now)
-        if held[host_key] >= per_host or held[crawl_key] >= crawl.concurrency:
+        keys = (f"host:{host}", f"crawl:{crawl.id}")
+        held = t.held(keys, now)
+        if held[keys[0]] >= per_host or held[keys[1]] >= crawl.concurrency:
             return _defer(plan, now + max(delay, BUSY_RETRY) * self._rng.uniform(1.0, 2.0))
         start = max(now, next_at)
         if start - now > HOLD:
             return _defer(plan, start + self._rng.uniform(0, max(delay, 0.1)))
         t.set_next(host, start + delay + (min(SLACK, delay / 10) if delay else 0.0))
-        t.take([host_key, crawl_key], item_id, attempt, start + options.timeout + SLOT_MARGIN)
+        t.take(keys, ask.item_id, ask.attempt, start + options.timeout + SLOT_MARGIN)
         action = "robots" if plan.action == "robots" else "fetch"
         return _with(plan, action=action, start_at=start, host_errors=errors)
 

@@ -110,6 +110,9 @@ class RemotePort:
     def permit_time(self, moment: float) -> float:
         return moment + self.connection.offset
 
+    async def close(self) -> None:
+        """Nothing runs in the background: each request is the connection's."""
+
 
 def robots_of(request: wire.RobotsRequest) -> Robots:
     return Robots(request.status, request.body)

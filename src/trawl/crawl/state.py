@@ -167,6 +167,7 @@ class ProcessState:
         return os.path.join(self.warc_dir, f"{stem}{self.warc_suffix}.warc.gz")
 
     async def close(self) -> None:
+        await self.port.close()
         await self.browsers.close()
         if self._client is not None:
             await self._client.close()

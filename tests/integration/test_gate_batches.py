@@ -1,0 +1,194 @@
+"""Politeness plans asked for together are made together: one transaction for a batch, the
+same plans as one after another, and a plan that fails or an asker that gives up costs
+only its own attempt."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.integration.helpers import FakeClock
+from trawl.crawl import operations
+from trawl.crawl.app import make_app
+from trawl.crawl.frontier import Found, discover
+from trawl.crawl.options import Options
+from trawl.crawl.politeness import Ask, Gate, Plan
+from trawl.crawl.port import Batcher
+from trawl.crawl.urls import page_id
+from trawl.runtime.store_thread import StoreThread
+from trawl.store.crawls import FETCH_TASK
+from trawl.store.store import Store
+
+T = TypeVar("T")
+SEED = "http://a.test/"
+PAGES = [f"{SEED}{n}" for n in range(6)]
+
+
+@pytest.fixture
+def crawl_id(store: Store) -> int:
+    operations.register(store, make_app().get(FETCH_TASK).info())
+    options = Options(robots=False, delay=0.5, per_host=2)
+    made = operations.create(store, operations.CrawlSpec(seeds=(SEED,), options=options))
+    with store.write():
+        discover(store.crawls, made, SEED, [Found(url=u) for u in PAGES], store.clock())
+    with store.write():  # every page's job running its first attempt, as after a claim
+        store.db.send("UPDATE jobs SET status = 'running', attempt = 1, due_at = 1e12")
+    return made
+
+
+def _ask(crawl_id: int, url: str, finished: tuple[tuple[str, int], ...] = ()) -> Ask:
+    return Ask(
+        crawl_id=crawl_id, url=url, item_id=page_id(crawl_id, url), attempt=1, finished=finished
+    )
+
+
+def _shape(plans: list[Plan]) -> list[tuple[str, float]]:
+    return [(p.action, round(p.start_at, 6)) for p in plans]
+
+
+def test_a_batch_plans_as_the_same_asks_one_after_another(
+    store: Store, clock: FakeClock, crawl_id: int
+) -> None:
+    asks = [_ask(crawl_id, url) for url in PAGES[:4]]
+    gate = Gate(random.Random(1))
+    alone = [gate.begin(store, a.crawl_id, a.url, a.item_id, a.attempt, []) for a in asks]
+    with store.write():  # the same politeness state again
+        store.db.send("DELETE FROM crawl_slots")
+        store.db.send("UPDATE crawl_hosts SET next_at = 0")
+    together = Gate(random.Random(1)).begin_many(store, asks)
+    assert _shape(together) == _shape(alone)
+    # two slots on the host: two go, a delay apart, and two wait
+    assert [p.action for p in alone] == ["fetch", "fetch", "defer", "defer"]
+    assert alone[1].start_at - alone[0].start_at >= 0.5
+    clock.now += 2
+    done = tuple((a.item_id, a.attempt) for a in asks[:2])
+    then = Gate(random.Random(1)).begin_many(
+        store, [_ask(crawl_id, PAGES[4], done), _ask(crawl_id, PAGES[5])]
+    )
+    assert [p.action for p in then] == ["fetch", "fetch"], "finished requests freed first"
+
+
+class _Ctx:
+    """What the batcher needs of a task's context: its page and the database thread."""
+
+    def __init__(self, thread: StoreThread, item_id: str) -> None:
+        self.thread, self.id, self.attempt = thread, item_id, 1
+
+    async def with_store(self, fn: Callable[[Store], T]) -> T:
+        return await self.thread.with_store(fn)
+
+
+class _CountingGate(Gate):
+    def __init__(self, fail_on: str | None = None) -> None:
+        super().__init__(random.Random(1))
+        self.batches: list[int] = []
+        self.fail_on = fail_on
+
+    def begin_many(self, store: Store, asks: Any, browser: bool = True) -> list[Plan]:
+        self.batches.append(len(asks))
+        if any(a.url == self.fail_on for a in asks):
+            raise RuntimeError(f"no plan for {self.fail_on}")
+        return super().begin_many(store, asks, browser)
+
+
+@pytest.fixture
+def thread(db_url: str, clock: FakeClock) -> Iterator[StoreThread]:
+    opened = StoreThread(Store(db_url, clock=clock))
+    yield opened
+    opened.close()
+
+
+async def _plans(batcher: Batcher, thread: StoreThread, asks: list[Ask]) -> list[Any]:
+    calls = [batcher.plan(_Ctx(thread, a.item_id), a) for a in asks]  # type: ignore[arg-type]
+    try:
+        return await asyncio.gather(*calls, return_exceptions=True)
+    finally:
+        await batcher.close()
+
+
+def test_asks_made_at_once_share_one_transaction(thread: StoreThread, crawl_id: int) -> None:
+    gate = _CountingGate()
+    plans = asyncio.run(_plans(Batcher(gate), thread, [_ask(crawl_id, u) for u in PAGES[:4]]))
+    assert gate.batches == [4]
+    assert [p.action for p in plans] == ["fetch", "fetch", "defer", "defer"]
+
+
+def test_a_plan_that_fails_fails_only_its_own_attempt(thread: StoreThread, crawl_id: int) -> None:
+    gate = _CountingGate(fail_on=PAGES[1])
+    plans = asyncio.run(_plans(Batcher(gate), thread, [_ask(crawl_id, u) for u in PAGES[:3]]))
+    assert gate.batches == [3, 1, 1, 1], "the batch failed, then each ask alone"
+    assert isinstance(plans[1], RuntimeError)
+    assert [plans[0].action, plans[2].action] == ["fetch", "fetch"]
+
+
+def test_an_asker_that_gives_up_does_not_stop_the_others(
+    thread: StoreThread, crawl_id: int
+) -> None:
+    gate = _CountingGate()
+    batcher = Batcher(gate)
+
+    async def main() -> tuple[list[str], bool]:
+        asks = [_ask(crawl_id, u) for u in PAGES[:3]]
+        calls = [asyncio.create_task(batcher.plan(_Ctx(thread, a.item_id), a)) for a in asks]  # type: ignore[arg-type]
+        calls[0].cancel()  # its attempt timed out before its plan came
+        done = await asyncio.gather(*calls[1:])
+        later = await batcher.plan(_Ctx(thread, asks[0].item_id), _ask(crawl_id, PAGES[3]))  # type: ignore[arg-type]
+        await batcher.close()
+        return [p.action for p in [*done, later]], calls[0].cancelled()
+
+    actions, cancelled = asyncio.run(main())
+    assert cancelled
+    assert actions == ["fetch", "fetch", "defer"]
+
+
+def test_closing_the_batcher_ends_the_asks_still_waiting(
+    thread: StoreThread, crawl_id: int
+) -> None:
+    async def main() -> bool:
+        batcher = Batcher(_CountingGate())
+        waiting = asyncio.create_task(
+            batcher.plan(_Ctx(thread, PAGES[0]), _ask(crawl_id, PAGES[0]))  # type: ignore[arg-type]
+        )
+        await asyncio.sleep(0)  # asked; the batch is on its way to the database thread
+        await batcher.close()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        return waiting.cancelled()
+
+    assert asyncio.run(main())
+
+
+class _SlowGate(_CountingGate):
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.go = threading.Event(), threading.Event()
+
+    def begin_many(self, store: Store, asks: Any, browser: bool = True) -> list[Plan]:
+        self.entered.set()
+        self.go.wait(10)
+        return super().begin_many(store, asks, browser)
+
+
+def test_closing_the_batcher_ends_the_asks_whose_batch_is_at_the_database(
+    thread: StoreThread, crawl_id: int
+) -> None:
+    gate = _SlowGate()
+
+    async def main() -> bool:
+        batcher = Batcher(gate)
+        waiting = asyncio.create_task(
+            batcher.plan(_Ctx(thread, PAGES[0]), _ask(crawl_id, PAGES[0]))  # type: ignore[arg-type]
+        )
+        await asyncio.to_thread(gate.entered.wait, 10)
+        await batcher.close()
+        gate.go.set()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        return waiting.cancelled()
+
+    assert asyncio.run(main())
