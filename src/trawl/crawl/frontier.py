@@ -60,63 +60,91 @@ def discover(
 
     *crawl* may be a moment old: settings that matter here change rarely, and a page created
     queued in a crawl aborted meanwhile is set aside when it is claimed."""
+    discover_many(tables, crawl_id, [(parent, found)], now, crawl=crawl)
+
+
+Finds = Sequence[tuple[str | None, Sequence[Found]]]  # (parent or None for seeds, found)
+
+
+def discover_many(
+    tables: CrawlTables, crawl_id: int, finds: Finds, now: float, *, crawl: CrawlRow | None = None
+) -> None:
+    """:func:`discover` for several parents at once (a commit's fetches), with the same
+    outcome as one after another, in order, in a handful of statements: a new page is
+    created by the first parent that found it, at the shortest depth any of them offers
+    (via the first parent to offer it); known pages are lowered to the shortest offer."""
     crawl = crawl or tables.get(crawl_id)
-    if crawl is None or not found:
+    finds = [(parent, found) for parent, found in finds if found]
+    if crawl is None or not finds:
         return
-    base = 0
-    if parent is not None:
-        row = tables.page(crawl_id, parent, lock=True)  # serialises depth changes through it
-        if row is None:
-            return
-        base = row.depth
-        tables.add_links(crawl_id, parent, [(f.url, f.hops) for f in found])
-    wanted: dict[str, Found] = {}
-    for f in found:
-        if f.url not in wanted or f.hops < wanted[f.url].hops:
-            wanted[f.url] = f
-    known = tables.pages_of(crawl_id, list(wanted))
-    fresh = [f for url, f in wanted.items() if url not in known and url != parent]
-    lost = _create(tables, crawl, parent, fresh, base, now)
+    parents = sorted({p for p, _ in finds if p is not None})
+    bases = tables.pages_of(crawl_id, parents, lock=True)  # serialises depth changes
+    links = [(parent, f.url, f.hops) for parent, found in finds if parent in bases for f in found]
+    tables.add_links(crawl_id, links)
+    offers: dict[str, _Offer] = {}
+    for parent, found in finds:
+        if parent is not None and parent not in bases:
+            continue  # its page is gone
+        base = 0 if parent is None else bases[parent].depth
+        for f in found:
+            if f.url == parent:
+                continue
+            offer = offers.get(f.url)
+            if offer is None:
+                offers[f.url] = _Offer(f, parent, base + f.hops)
+                continue
+            if offer.first_parent == parent and f.hops < offer.first.hops:
+                offer.first = f  # a parent's shortest link to the page is the one it made
+            if base + f.hops < offer.depth:
+                offer.depth, offer.via = base + f.hops, parent
+    known = tables.pages_of(crawl_id, list(offers))
+    fresh = {url: o for url, o in offers.items() if url not in known}
+    lost = _create(tables, crawl, fresh, now)
     lower = {
-        url: (base + f.hops, parent)
-        for url, f in wanted.items()
-        if url in lost or (url in known and base + f.hops < known[url].depth)
+        url: (o.depth, o.via)
+        for url, o in offers.items()
+        if url in lost or (url in known and o.depth < known[url].depth)
     }
     _propagate(tables, crawl, lower, now)
 
 
-def _create(
-    tables: CrawlTables,
-    crawl: CrawlRow,
-    parent: str | None,
-    fresh: Sequence[Found],
-    base: int,
-    now: float,
-) -> set[str]:
+class _Offer:
+    """The shortest path to a page among a commit's finds: the first find of it (which
+    creates it, with that find's rule and redirect chain) and the best depth and via."""
+
+    __slots__ = ("depth", "first", "first_parent", "via")
+
+    def __init__(self, first: Found, via: str | None, depth: int) -> None:
+        self.first, self.first_parent = first, via
+        self.via, self.depth = via, depth
+
+
+def _create(tables: CrawlTables, crawl: CrawlRow, fresh: dict[str, _Offer], now: float) -> set[str]:
     """Insert new pages; returns the urls another commit created meanwhile."""
     if not fresh:
         return set()
-    items = [
-        NewItem(
-            id=page_id(crawl.id, f.url),
+    by_creator: dict[str | None, list[NewItem]] = {}
+    for url, o in fresh.items():
+        item = NewItem(
+            id=page_id(crawl.id, url),
             tags=((PAGE_TAG, None),),
-            data={"crawl": crawl.id, "url": f.url}
-            | ({"redirects": f.redirects} if f.redirects else {}),
+            data={"crawl": crawl.id, "url": url}
+            | ({"redirects": o.first.redirects} if o.first.redirects else {}),
             niceness=crawl.niceness,
         )
-        for f in fresh
-    ]
-    creator = page_id(crawl.id, parent) if parent is not None else None
-    tables.add_page_items(items, now, creator)
+        by_creator.setdefault(o.first_parent, []).append(item)
+    for creator, items in by_creator.items():
+        by = page_id(crawl.id, creator) if creator is not None else None
+        tables.add_page_items(items, now, by)
     rows = [
         {
-            "url": f.url,
-            "item_id": page_id(crawl.id, f.url),
-            "depth": base + f.hops,
-            "via": parent,
-            "skip": _skip_reason(crawl, base + f.hops, f.skip),
+            "url": url,
+            "item_id": page_id(crawl.id, url),
+            "depth": o.depth,
+            "via": o.via,
+            "skip": _skip_reason(crawl, o.depth, o.first.skip),
         }
-        for f in fresh
+        for url, o in fresh.items()
     ]
     inserted = tables.insert_pages(crawl.id, rows, now)
     skipped = [str(r["item_id"]) for r in rows if r["url"] in inserted and r["skip"] is not None]
@@ -125,7 +153,7 @@ def _create(
         for row in rows:
             if row["url"] in inserted and row["skip"] is None:
                 tables.park_job(str(row["item_id"]))
-    return {f.url for f in fresh} - inserted
+    return set(fresh) - inserted
 
 
 def _skip_reason(crawl: CrawlRow, depth: int, rule: str | None) -> str | None:

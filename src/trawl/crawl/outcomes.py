@@ -1,13 +1,14 @@
-"""What a fetch attempt commits with its job, atomically: the attempt's record, its slots
-released, a host block, the payload digest, and the links it found."""
+"""What a fetch attempt commits with its job, atomically: the attempt's record, a host
+block, the payload digest, and the links it found."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trawl.crawl.frontier import Discover
+from trawl.crawl.frontier import Discover, discover_many
 from trawl.store.store import Store
 
 
@@ -48,19 +49,35 @@ class Fetched:
         return "crawl.fetched", body
 
     def apply(self, store: Store, now: float, task: str) -> None:
+        Fetched.apply_many(store, now, task, [self])
+
+    @classmethod
+    def apply_many(cls, store: Store, now: float, task: str, effects: Sequence[Fetched]) -> None:
+        """Several attempts' outcomes (a commit's fetches) in a few statements."""
         tables = store.crawls
-        tables.add_attempt(self.record)
-        tables.release(self.item_id, self.attempt)
-        if self.host_ok is not None:
-            tables.host_ok(self.host_ok)
-        if self.block is not None:
-            tables.block(*self.block)
-        if self.payload is not None:
-            tables.add_payload(*self.payload)
-        for payload in self.subpayloads:
-            tables.add_payload(*payload)
-        if self.discover is not None:
-            self.discover.apply(store, now, task)
+        tables.add_attempts([e.record for e in effects])
+        # The attempt's slots are not freed here: the fetcher's next plan frees them (its
+        # `finished`), and a slot stops counting once its attempt is no longer running.
+        # Deleting them here too made the commit and the politeness gate wait for each
+        # other's row locks on PostgreSQL.
+        for host in dict.fromkeys(e.host_ok for e in effects if e.host_ok is not None):
+            tables.host_ok(host)
+        for e in effects:
+            if e.block is not None:
+                tables.block(*e.block)
+        tables.add_payloads([p for e in effects for p in _payloads(e)])
+        by_crawl: dict[int, list[Discover]] = {}
+        for e in effects:
+            if e.discover is not None:
+                by_crawl.setdefault(e.discover.crawl_id, []).append(e.discover)
+        for crawl_id, finds in by_crawl.items():
+            crawl = next((d.crawl for d in finds if d.crawl is not None), None)
+            pairs = [(d.parent, d.found) for d in finds]
+            discover_many(tables, crawl_id, pairs, now, crawl=crawl)
+
+
+def _payloads(e: Fetched) -> list[tuple[int, str, str, str]]:
+    return ([e.payload] if e.payload is not None else []) + list(e.subpayloads)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgspec
 
 from trawl.engine.apply import EffectApplier
+from trawl.model import effects as fx
 from trawl.model.errors import DataRejected
 from trawl.model.records import AttemptResult, CommitReport, FailureInfo
 from trawl.model.states import Journal, Outcome
@@ -48,11 +49,8 @@ def commit(store: Store, results: Sequence[AttemptResult]) -> CommitReport:
         plain = [r for r in results if not _has_effects(r)]
         held = store.apply_outcomes([_row(r, now) for r in plain], now)
         done = [r for r in plain if (r.job_id, r.attempt) in held]
-        for result in results:
-            if _has_effects(result):
-                applied = _commit_with_effects(store, result, now, report)
-                if applied is not None:
-                    done.append(applied)
+        for run in _runs([r for r in results if _has_effects(r)]):
+            done += _commit_run(store, run, now, report)
         # By attempt, not job: a batch may hold a lost attempt and the one that replaced it.
         committed = {(d.job_id, d.attempt) for d in done}
         stale = [r for r in results if (r.job_id, r.attempt) not in committed]
@@ -117,6 +115,63 @@ def _has_effects(result: AttemptResult) -> bool:
     if result.outcome in (Outcome.SUCCESS, Outcome.DEFERRED, Outcome.SKIPPED):
         return True
     return result.outcome is Outcome.FAILURE and result.apply_on_failure
+
+
+def _runs(results: Sequence[AttemptResult]) -> Iterator[list[AttemptResult]]:
+    """*results* in order, in runs: consecutive attempts of one task whose effects are all
+    of one batched type (applied together), else one attempt a run."""
+    run: list[AttemptResult] = []
+    kind: tuple[str, type] | None = None
+    for result in results:
+        this = _batched_kind(result)
+        if run and (this is None or this != kind):
+            yield run
+            run = []
+        run.append(result)
+        kind = this
+        if this is None:
+            yield run
+            run = []
+    if run:
+        yield run
+
+
+def _batched_kind(result: AttemptResult) -> tuple[str, type] | None:
+    kinds = {type(e.effect) if isinstance(e, fx.Custom) else None for e in result.effects}
+    if len(kinds) != 1:
+        return None
+    (kind,) = kinds
+    if kind is None or getattr(kind, "apply_many", None) is None:
+        return None
+    return result.task, kind
+
+
+def _commit_run(
+    store: Store, run: list[AttemptResult], now: float, report: CommitReport
+) -> list[AttemptResult]:
+    """Commit a run of attempts with effects: together under one savepoint where their
+    effects' type applies many at once; if that fails, each under a savepoint of its own,
+    so an effect that fails costs only its attempt."""
+    if _batched_kind(run[0]) is not None:
+        try:
+            with store.savepoint():
+                held = store.apply_outcomes([_row(r, now) for r in run], now)
+                kept = [r for r in run if (r.job_id, r.attempt) in held]
+                if kept:
+                    effects = [
+                        e.effect for r in kept for e in r.effects if isinstance(e, fx.Custom)
+                    ]
+                    batched: Any = type(effects[0])  # a BatchedEffect (see _batched_kind)
+                    batched.apply_many(store, now, kept[0].task, effects)
+                return kept
+        except Exception as error:
+            log.debug("a run of %d attempts' effects failed (%s): one by one", len(run), error)
+    done = []
+    for result in run:
+        applied = _commit_with_effects(store, result, now, report)
+        if applied is not None:
+            done.append(applied)
+    return done
 
 
 def _commit_with_effects(

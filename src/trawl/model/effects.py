@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -122,6 +122,19 @@ class CustomEffect(Protocol[S_contra]):
 
     def apply(self, store: S_contra, now: float, task: str) -> None:
         """Apply it inside the commit transaction; raising undoes the attempt's effects."""
+
+
+class BatchedEffect(CustomEffect[S_contra], Protocol[S_contra]):
+    """A custom effect whose type can apply a run of its kind at once (fewer statements
+    for a commit of many attempts). The commit calls ``type(effect).apply_many`` on the
+    effects of consecutive attempts whose effects are all of one such type; the outcome
+    must be that of ``apply`` on each in order. If it raises, each attempt's effects are
+    applied again alone, under a savepoint of its own, so the failure costs only its
+    attempt."""
+
+    @classmethod
+    def apply_many(cls, store: S_contra, now: float, task: str, effects: Sequence[Any]) -> None:
+        """Apply *effects* (all of this type, in commit order) inside the transaction."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -87,6 +87,7 @@ _PAGES_OF = (
 )
 _PAGES_OF_SQLITE = q(_PAGES_OF.format("IN (SELECT value FROM json_each(:urls))"))
 _PAGES_OF_POSTGRES = q(_PAGES_OF.format("= ANY(:urls)"))
+_PAGES_OF_LOCKED = q(_PAGES_OF.format("= ANY(:urls) ORDER BY url FOR UPDATE"))
 _CHILDREN = (
     "SELECT l.parent, l.child, l.hops, p.depth FROM crawl_links l"
     " JOIN crawl_pages p ON p.crawl_id = l.crawl_id AND p.url = l.child"
@@ -95,9 +96,12 @@ _CHILDREN = (
 _CHILDREN_SQLITE = q(_CHILDREN.format("IN (SELECT value FROM json_each(:parents))"))
 _CHILDREN_POSTGRES = q(_CHILDREN.format("= ANY(:parents)"))
 _SET_SKIP = q("UPDATE crawl_pages SET skip = :skip WHERE crawl_id = :crawl AND url = :url")
+# A link found again with fewer hops (a redirect where a link was) keeps the fewer: depth
+# carried down through it must be the shortest.
 _INSERT_LINK = q(
     "INSERT INTO crawl_links (crawl_id, parent, child, hops) VALUES (:crawl, :parent, :child,"
-    " :hops) ON CONFLICT DO NOTHING"
+    " :hops) ON CONFLICT (crawl_id, parent, child) DO UPDATE SET hops = excluded.hops"
+    " WHERE crawl_links.hops > excluded.hops"
 )
 
 _JOB_SKIP = q(
@@ -298,8 +302,17 @@ class CrawlTables:
         rows = self.db.fetch(stmt, {"crawl": crawl_id, "url": url})
         return _page(rows[0]) if rows else None
 
-    def pages_of(self, crawl_id: int, urls: Sequence[str]) -> dict[str, PageRow]:
-        stmt = _PAGES_OF_SQLITE if self.db.is_sqlite else _PAGES_OF_POSTGRES
+    def pages_of(
+        self, crawl_id: int, urls: Sequence[str], *, lock: bool = False
+    ) -> dict[str, PageRow]:
+        """The pages of *urls* that exist; *lock*: their rows locked on PostgreSQL (in url
+        order, so two transactions locking overlapping pages cannot deadlock)."""
+        if not urls:
+            return {}
+        if self.db.is_sqlite:
+            stmt = _PAGES_OF_SQLITE
+        else:
+            stmt = _PAGES_OF_LOCKED if lock else _PAGES_OF_POSTGRES
         rows = self.db.fetch(stmt, {"crawl": crawl_id, "urls": _list(self.db, urls)})
         return {r[0]: _page(r) for r in rows}
 
@@ -330,10 +343,11 @@ class CrawlTables:
     def set_skip(self, crawl_id: int, url: str, skip: str | None) -> None:
         self.db.send(_SET_SKIP, {"crawl": crawl_id, "url": url, "skip": skip})
 
-    def add_links(self, crawl_id: int, parent: str, children: Sequence[tuple[str, int]]) -> None:
+    def add_links(self, crawl_id: int, links: Sequence[tuple[str, str, int]]) -> None:
+        """Record (parent, child, hops) discovery edges (a known one keeps its fewest hops)."""
         rows = [
-            {"crawl": crawl_id, "parent": parent, "child": c, "hops": h}
-            for c, h in sorted(children)  # key order: no deadlocks (bulk.py)
+            {"crawl": crawl_id, "parent": p, "child": c, "hops": h}
+            for p, c, h in sorted(links)  # key order: no deadlocks (bulk.py)
         ]
         self.db.send_many(_INSERT_LINK, rows)
 
@@ -368,6 +382,9 @@ class CrawlTables:
     def add_attempt(self, row: dict[str, Any]) -> None:
         self.db.send(_INSERT_ATTEMPT, _BROWSER_FIELDS | row)
 
+    def add_attempts(self, rows: Sequence[dict[str, Any]]) -> None:
+        self.db.send_many(_INSERT_ATTEMPT, [_BROWSER_FIELDS | row for row in rows])
+
     def add_page_items(self, items: Sequence[NewItem], now: float, creator: str | None) -> None:
         """Create the items of new pages (their jobs and journal rows with them); ids
         already in use are left as they are."""
@@ -376,6 +393,11 @@ class CrawlTables:
     def add_payload(self, crawl_id: int, digest: str, url: str, date: str) -> None:
         params = {"crawl": crawl_id, "digest": digest, "url": url, "date": date}
         self.db.send(_INSERT_PAYLOAD, params)
+
+    def add_payloads(self, rows: Sequence[tuple[int, str, str, str]]) -> None:
+        """(crawl, digest, url, date) first copies; of one digest the first is kept."""
+        params = [{"crawl": c, "digest": d, "url": u, "date": t} for c, d, u, t in rows]
+        self.db.send_many(_INSERT_PAYLOAD, params)
 
     def payloads(self, crawl_id: int) -> dict[str, tuple[str, str]]:
         rows = self.db.fetch(_PAYLOADS, {"crawl": crawl_id})
