@@ -12,8 +12,10 @@ PER_PAGE = {
     "lower a depth": (crawls._LOWER, {"crawl": 1, "url": "u", "depth": 1, "via": None}),
     "slots held": (crawls._slots_held(2), {"k0": "host:h", "k1": "crawl:1", "now": 0.0}),
     "a page": (crawls._PAGE, {"crawl": 1, "url": "u"}),
-    "skip a job": (crawls._JOB_SKIP, {"item_id": "page:1:u"}),
-    "unskip a job": (crawls._JOB_UNSKIP, {"item_id": "page:1:u", "now": 0.0}),
+    "skip jobs": (crawls._JOBS_SKIP_SQLITE, {"ids": '["page:1:u"]'}),
+    "unskip jobs": (crawls._JOBS_UNSKIP_SQLITE, {"ids": '["page:1:u"]', "now": 0.0}),
+    "pages of urls": (crawls._PAGES_OF_SQLITE, {"crawl": 1, "urls": '["u"]'}),
+    "children": (crawls._CHILDREN_SQLITE, {"crawl": 1, "parents": '["u"]'}),
 }
 
 

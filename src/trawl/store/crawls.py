@@ -98,20 +98,34 @@ _CHILDREN_POSTGRES = q(_CHILDREN.format("= ANY(:parents)"))
 _SET_SKIP = q("UPDATE crawl_pages SET skip = :skip WHERE crawl_id = :crawl AND url = :url")
 # A link found again with fewer hops (a redirect where a link was) keeps the fewer: depth
 # carried down through it must be the shortest.
-_INSERT_LINK = q(
-    "INSERT INTO crawl_links (crawl_id, parent, child, hops) VALUES (:crawl, :parent, :child,"
-    " :hops) ON CONFLICT (crawl_id, parent, child) DO UPDATE SET hops = excluded.hops"
+_LINK_CONFLICT = (
+    " ON CONFLICT (crawl_id, parent, child) DO UPDATE SET hops = excluded.hops"
     " WHERE crawl_links.hops > excluded.hops"
 )
+_INSERT_LINK = q(
+    "INSERT INTO crawl_links (crawl_id, parent, child, hops) VALUES (:crawl, :parent, :child,"
+    f" :hops){_LINK_CONFLICT}"
+)
+# On PostgreSQL many rows go as arrays in one statement: a statement per row, even in one
+# pipeline, costs the server a parse-bind-execute each.
+_INSERT_LINKS_POSTGRES = q(
+    "INSERT INTO crawl_links (crawl_id, parent, child, hops) SELECT :crawl, p, c, h FROM"
+    " unnest(CAST(:parents AS text[]), CAST(:children AS text[]), CAST(:hops AS int[]))"
+    f" AS t(p, c, h){_LINK_CONFLICT}"
+)
 
-_JOB_SKIP = q(
+_JOBS_SKIP = (
     "UPDATE jobs SET status = 'skipped', due_at = NULL, ready = false"
-    f" WHERE item_id = :item_id AND task = '{FETCH_TASK}' AND status <> 'running'"
+    f" WHERE item_id {{}} AND task = '{FETCH_TASK}' AND status <> 'running'"
 )
-_JOB_UNSKIP = q(
+_JOBS_SKIP_SQLITE = q(_JOBS_SKIP.format("IN (SELECT value FROM json_each(:ids))"))
+_JOBS_SKIP_POSTGRES = q(_JOBS_SKIP.format("= ANY(:ids)"))
+_JOBS_UNSKIP = (
     "UPDATE jobs SET status = 'queued', due_at = :now, ready = true, waiting = NULL"
-    f" WHERE item_id = :item_id AND task = '{FETCH_TASK}' AND status = 'skipped'"
+    f" WHERE item_id {{}} AND task = '{FETCH_TASK}' AND status = 'skipped'"
 )
+_JOBS_UNSKIP_SQLITE = q(_JOBS_UNSKIP.format("IN (SELECT value FROM json_each(:ids))"))
+_JOBS_UNSKIP_POSTGRES = q(_JOBS_UNSKIP.format("= ANY(:ids)"))
 _CRAWL_ITEMS = "SELECT item_id FROM crawl_pages WHERE crawl_id = :crawl"
 _PARK = q(
     "UPDATE jobs SET due_at = NULL, ready = false, waiting = 'crawl-aborted'"
@@ -142,6 +156,16 @@ _INSERT_ATTEMPT = q(
     " :warc_offset, :warc_length, :subrequests, :screenshot_file, :screenshot_offset,"
     " :screenshot_length, :script_result)"
 )
+_ATTEMPT_COLUMNS = (
+    "crawl_id, url, attempt, ruleset, host, started_at, elapsed, outcome, status_code,"
+    " location, content_type, size, outlinks, outlinks_cut, error, digest, warc_file,"
+    " warc_offset, warc_length, subrequests, screenshot_file, screenshot_offset,"
+    " screenshot_length, script_result"
+)
+_INSERT_ATTEMPTS_POSTGRES = q(
+    f"INSERT INTO crawl_attempts ({_ATTEMPT_COLUMNS}) SELECT {_ATTEMPT_COLUMNS}"
+    " FROM json_populate_recordset(NULL::crawl_attempts, CAST(:rows AS json))"
+)
 # What an attempt not rendered in a browser records of it: nothing.
 _BROWSER_FIELDS = dict.fromkeys(
     ("subrequests", "screenshot_file", "screenshot_offset", "screenshot_length", "script_result")
@@ -149,6 +173,11 @@ _BROWSER_FIELDS = dict.fromkeys(
 _INSERT_PAYLOAD = q(
     "INSERT INTO crawl_payloads (crawl_id, digest, url, date) VALUES (:crawl, :digest, :url,"
     " :date) ON CONFLICT DO NOTHING"
+)
+_INSERT_PAYLOADS_POSTGRES = q(
+    "INSERT INTO crawl_payloads (crawl_id, digest, url, date) SELECT * FROM"
+    " unnest(CAST(:crawls AS bigint[]), CAST(:digests AS text[]), CAST(:urls AS text[]),"
+    " CAST(:dates AS text[])) ON CONFLICT DO NOTHING"
 )
 _PAYLOADS = q("SELECT digest, url, date FROM crawl_payloads WHERE crawl_id = :crawl")
 _PAYLOAD = q("SELECT url, date FROM crawl_payloads WHERE crawl_id = :crawl AND digest = :digest")
@@ -345,11 +374,23 @@ class CrawlTables:
 
     def add_links(self, crawl_id: int, links: Sequence[tuple[str, str, int]]) -> None:
         """Record (parent, child, hops) discovery edges (a known one keeps its fewest hops)."""
-        rows = [
-            {"crawl": crawl_id, "parent": p, "child": c, "hops": h}
-            for p, c, h in sorted(links)  # key order: no deadlocks (bulk.py)
-        ]
-        self.db.send_many(_INSERT_LINK, rows)
+        fewest: dict[tuple[str, str], int] = {}
+        for parent, child, hops in links:
+            fewest[parent, child] = min(hops, fewest.get((parent, child), hops))
+        edges = sorted(fewest.items())  # key order: no deadlocks (bulk.py)
+        if not edges:
+            return
+        if self.db.is_sqlite:
+            rows = [{"crawl": crawl_id, "parent": p, "child": c, "hops": h} for (p, c), h in edges]
+            self.db.send_many(_INSERT_LINK, rows)
+            return
+        params = {
+            "crawl": crawl_id,
+            "parents": [p for (p, _), _ in edges],
+            "children": [c for (_, c), _ in edges],
+            "hops": [h for _, h in edges],
+        }
+        self.db.send(_INSERT_LINKS_POSTGRES, params)
 
     def children(self, crawl_id: int, parents: Sequence[str]) -> list[tuple[str, str, int, int]]:
         """(parent, child, hops, child depth) for every link out of *parents*."""
@@ -360,10 +401,17 @@ class CrawlTables:
     # -- the pages' jobs ------------------------------------------------------------------
 
     def skip_jobs(self, item_ids: Sequence[str]) -> None:
-        self.db.send_many(_JOB_SKIP, [{"item_id": i} for i in item_ids])
+        if item_ids:
+            ids = _list(self.db, sorted(item_ids))
+            self.db.send(
+                _JOBS_SKIP_SQLITE if self.db.is_sqlite else _JOBS_SKIP_POSTGRES, {"ids": ids}
+            )
 
     def unskip_jobs(self, item_ids: Sequence[str], now: float) -> None:
-        self.db.send_many(_JOB_UNSKIP, [{"item_id": i, "now": now} for i in item_ids])
+        if item_ids:
+            ids = _list(self.db, sorted(item_ids))
+            stmt = _JOBS_UNSKIP_SQLITE if self.db.is_sqlite else _JOBS_UNSKIP_POSTGRES
+            self.db.send(stmt, {"ids": ids, "now": now})
 
     def park_jobs(self, crawl_id: int) -> int:
         return int(self.db.execute(_PARK, {"crawl": crawl_id}).rowcount)
@@ -383,7 +431,13 @@ class CrawlTables:
         self.db.send(_INSERT_ATTEMPT, _BROWSER_FIELDS | row)
 
     def add_attempts(self, rows: Sequence[dict[str, Any]]) -> None:
-        self.db.send_many(_INSERT_ATTEMPT, [_BROWSER_FIELDS | row for row in rows])
+        if not rows:
+            return
+        full = [_BROWSER_FIELDS | row for row in rows]
+        if self.db.is_sqlite:
+            self.db.send_many(_INSERT_ATTEMPT, full)
+            return
+        self.db.send(_INSERT_ATTEMPTS_POSTGRES, {"rows": codec.dumps(full)})
 
     def add_page_items(self, items: Sequence[NewItem], now: float, creator: str | None) -> None:
         """Create the items of new pages (their jobs and journal rows with them); ids
@@ -396,8 +450,22 @@ class CrawlTables:
 
     def add_payloads(self, rows: Sequence[tuple[int, str, str, str]]) -> None:
         """(crawl, digest, url, date) first copies; of one digest the first is kept."""
-        params = [{"crawl": c, "digest": d, "url": u, "date": t} for c, d, u, t in rows]
-        self.db.send_many(_INSERT_PAYLOAD, params)
+        first: dict[tuple[int, str], tuple[str, str]] = {}
+        for crawl, digest, url, date in rows:
+            first.setdefault((crawl, digest), (url, date))
+        if not first:
+            return
+        if self.db.is_sqlite:
+            params = [
+                {"crawl": c, "digest": d, "url": u, "date": t} for (c, d), (u, t) in first.items()
+            ]
+            self.db.send_many(_INSERT_PAYLOAD, params)
+            return
+        columns: dict[str, list[Any]] = {"crawls": [], "digests": [], "urls": [], "dates": []}
+        for (crawl, digest), (url, date) in sorted(first.items()):
+            for name, value in zip(columns, (crawl, digest, url, date), strict=True):
+                columns[name].append(value)
+        self.db.send(_INSERT_PAYLOADS_POSTGRES, columns)
 
     def payloads(self, crawl_id: int) -> dict[str, tuple[str, str]]:
         rows = self.db.fetch(_PAYLOADS, {"crawl": crawl_id})
