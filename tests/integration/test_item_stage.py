@@ -4,6 +4,7 @@ items, tags, jobs and journal as :meth:`Store.add_items`, nothing written before
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -188,6 +189,31 @@ def test_an_existing_id_disabled_as_not_found_is_listed_again(
     clock.advance(60)
     assert stage_and_write(store, [item("sku:0", "product")], 10) == [0]
     assert job_of(store, "sku:0").due_at == clock.now
+
+
+JOURNAL_ROW = sa.text(
+    "INSERT INTO journal (at, kind, item_id, task, detail) SELECT :now, 'test', :id, NULL, NULL"
+)
+
+
+def fail_after_journaling(store: Store, item_id: str) -> None:
+    with store.db.write():
+        store.db.journal_from(JOURNAL_ROW, {"now": store.clock(), "id": item_id})
+        raise RuntimeError("undone")
+
+
+def test_a_journal_statement_runs_only_if_its_transaction_or_savepoint_holds(
+    store: Store,
+) -> None:
+    seq = last_seq(store)
+    with pytest.raises(RuntimeError, match="undone"):
+        fail_after_journaling(store, "rolled-back")
+    with store.db.write():
+        store.db.journal_from(JOURNAL_ROW, {"now": store.clock(), "id": "kept"})
+        with contextlib.suppress(RuntimeError), store.db.savepoint():
+            store.db.journal_from(JOURNAL_ROW, {"now": store.clock(), "id": "savepoint"})
+            raise RuntimeError("undone")
+    assert [(e.kind, e.item_id) for e in store.journal(seq)] == [("test", "kept")]
 
 
 @pytest.mark.postgres
