@@ -107,8 +107,16 @@ class Trawl:
 
 
 @pytest.fixture
-def trawl(tmp_path: Path) -> Trawl:
-    return Trawl(tmp_path, f"sqlite:///{tmp_path / 'trawl.db'}")
+def trawl(request: pytest.FixtureRequest, tmp_path: Path) -> Trawl:
+    """On SQLite; on PostgreSQL too where a test is marked ``BOTH``."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        return Trawl(tmp_path, f"sqlite:///{tmp_path / 'trawl.db'}")
+    return Trawl(tmp_path, request.getfixturevalue("pg_url"))
+
+
+BOTH = pytest.mark.parametrize(
+    "trawl", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
 
 
 def write_lines(path: Path, *lines: str) -> str:
@@ -222,6 +230,7 @@ def test_add_rejects_data_that_is_not_a_json_object(trawl: Trawl, data: str, rea
     trawl.fails("show", "sku:1")
 
 
+@BOTH
 def test_add_file_accepts_every_tag_form(trawl: Trawl, tmp_path: Path) -> None:
     path = write_lines(
         tmp_path / "items.jsonl",
@@ -263,6 +272,7 @@ BAD_REASONS = {
 }
 
 
+@BOTH
 def test_add_file_reports_every_bad_line_and_writes_nothing(trawl: Trawl, tmp_path: Path) -> None:
     path = write_lines(tmp_path / "items.jsonl", *BAD_FILE)
     result = trawl("add", "--file", path, code=1)
@@ -277,6 +287,7 @@ def test_add_file_reports_every_bad_line_and_writes_nothing(trawl: Trawl, tmp_pa
     assert trawl("journal", "--json").json_lines() == []
 
 
+@BOTH
 def test_add_file_skip_bad_adds_the_good_lines(trawl: Trawl, tmp_path: Path) -> None:
     path = write_lines(tmp_path / "items.jsonl", *BAD_FILE)
     result = trawl("add", "--file", path, "--skip-bad")
@@ -294,6 +305,7 @@ def test_add_file_reports_undecodable_bytes_by_line(trawl: Trawl, tmp_path: Path
     assert result.err.startswith("line 2: not valid JSON")
 
 
+@BOTH
 def test_add_file_from_stdin_in_batches(trawl: Trawl) -> None:
     lines = "".join(json.dumps({"id": f"n:{i}", "tags": ["product"]}) + "\n" for i in range(23))
     added = trawl("add", "--file", "-", "--batch-size", "5", "--json", stdin=lines).json()
@@ -301,24 +313,27 @@ def test_add_file_from_stdin_in_batches(trawl: Trawl) -> None:
     assert trawl.show("n:22")["tags"] == {"product": None}
 
 
+@BOTH
 def test_add_file_bad_stdin_line_is_reported(trawl: Trawl) -> None:
     result = trawl("add", "--file", "-", code=1, stdin='{"id": "a"}\n42\n')
     assert result.err.startswith("line 2: expected a JSON object")
     assert "stdin has 1 bad line" in result.err
 
 
-def _add_on_a_terminal(trawl: Trawl, path: str, *flags: str) -> str:
-    """``trawl add --file`` with stdout and stderr on a pseudo-terminal; what it showed."""
+def _add_on_a_terminal(trawl: Trawl, path: str, *flags: str, stdin: str | None = None) -> str:
+    """``trawl add --file`` with stdout and stderr on a pseudo-terminal (and stdin from the
+    file *stdin*, if given); what it showed."""
     controller, terminal = pty.openpty()
     argv = [str(TRAWL), "--db", trawl.db, "add", "--file", path, *flags]
-    proc = subprocess.Popen(
-        argv,
-        cwd=trawl.cwd,
-        env=environment() | {"TERM": "xterm"},
-        stdin=subprocess.DEVNULL,
-        stdout=terminal,
-        stderr=terminal,
-    )
+    with open(stdin or os.devnull, "rb") as source:
+        proc = subprocess.Popen(
+            argv,
+            cwd=trawl.cwd,
+            env=environment() | {"TERM": "xterm"},
+            stdin=source,
+            stdout=terminal,
+            stderr=terminal,
+        )
     os.close(terminal)
     screen = _read_until_closed(controller)
     assert proc.wait(timeout=60) == 0, screen
@@ -331,12 +346,23 @@ def _many_lines(tmp_path: Path, count: int) -> str:
     return write_lines(tmp_path / "items.jsonl", *lines)
 
 
+@BOTH
 def test_add_file_shows_its_progress_on_a_terminal(trawl: Trawl, tmp_path: Path) -> None:
     screen = _add_on_a_terminal(trawl, _many_lines(tmp_path, 3000))
     assert "checking" in screen
     assert "adding" in screen
     assert "3,000 lines" in screen
     assert "created 3,000 items" in screen
+
+
+def test_add_file_from_stdin_shows_its_progress_on_a_terminal(trawl: Trawl, tmp_path: Path) -> None:
+    screen = _add_on_a_terminal(
+        trawl, "-", "--batch-size", "1000", stdin=_many_lines(tmp_path, 3000)
+    )
+    assert "checking" in screen  # of a size not known until the end
+    assert "adding" in screen
+    assert "created 3,000 items" in screen
+    assert trawl.show("n:2999")["tags"] == {"product": None}
 
 
 @pytest.mark.parametrize("flag", ["--json", "--no-progress"])
@@ -723,6 +749,7 @@ def items_file(tmp_path: Path) -> Path:
     return path
 
 
+@BOTH
 @pytest.mark.slow
 def test_add_large_file_in_several_batches(trawl: Trawl, items_file: Path) -> None:
     added = trawl("add", "--file", str(items_file), "--json").json()

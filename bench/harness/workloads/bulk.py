@@ -3,8 +3,10 @@
 The same rows as ``enqueue batch`` (each item tagged ``noop``, so it gets its job), at a size
 where start-up no longer hides the per-item cost and where the file cannot be held in memory
 whole: ``trawl add --file`` timed from start to exit, the raw-SQL insert of the same rows in
-one transaction, and (PostgreSQL) pgqueuer's one ``enqueue()`` call, run back to back. A run
-takes minutes, so each row gets ``plan.large_runs`` runs (1 by default) instead of three.
+one transaction, and on PostgreSQL the same rows by COPY (what the server's work for them
+costs at the least: no conflict handling, nothing checked) and pgqueuer's one ``enqueue()``
+call, run back to back. A run takes minutes, so each row gets ``plan.large_runs`` runs (1 by
+default) instead of three.
 """
 
 from __future__ import annotations
@@ -34,6 +36,17 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
     set_ratio(trawl, raw)
     rows = [raw, trawl]
     if backend.dialect == "postgresql":
+        copy = enqueue.measure(
+            large,
+            backend,
+            name,
+            "raw-sql",
+            "COPY, one transaction",
+            count,
+            enqueue.raw_copier(backend),
+        )
+        set_ratio(copy, raw)
+        rows.append(copy)
         peer = peers.PeerRow(
             system="pgqueuer",
             workload=name,

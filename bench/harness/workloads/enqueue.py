@@ -151,6 +151,21 @@ def _store(*, per_item: bool) -> Adder:
     return add
 
 
+def raw_copier(backend: Backend) -> Adder:
+    """The rows of :func:`raw_adder` by COPY (PostgreSQL only)."""
+
+    def add(url: str, items: list[tuple[str, str]]) -> float:
+        conn = backend.raw(url)
+        try:
+            started = time.perf_counter()
+            raw.copy_enqueue(conn, items)
+            return time.perf_counter() - started
+        finally:
+            conn.close()
+
+    return add
+
+
 def raw_adder(backend: Backend, *, per_item: bool = False) -> Adder:
     def add(url: str, items: list[tuple[str, str]]) -> float:
         conn = backend.raw(url)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
-import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import msgspec
@@ -17,8 +15,6 @@ from trawl.model.errors import InvalidInput
 from trawl.model.ids import check_tag
 from trawl.model.itemjson import Defaults, item_from_json
 from trawl.model.records import NewItem
-
-Lines = Callable[[], Iterator[bytes]]
 
 _decoder = msgspec.json.Decoder()
 
@@ -55,45 +51,19 @@ def scan(lines: Iterable[bytes], defaults: Defaults) -> Iterator[NewItem | BadLi
             yield BadLine(number, str(error))
 
 
-def good_items(lines: Iterable[bytes], defaults: Defaults) -> Iterator[NewItem]:
-    return (entry for entry in scan(lines, defaults) if isinstance(entry, NewItem))
-
-
-def batches(items: Iterable[NewItem], size: int) -> Iterator[list[NewItem]]:
-    batch: list[NewItem] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 @dataclass(frozen=True, slots=True)
 class Source:
-    """A file's lines, readable more than once, and its size in bytes."""
+    """A file's lines, read once, and its size in bytes (None: not known, as for stdin)."""
 
-    lines: Lines
-    size: int
+    lines: Iterator[bytes]
+    size: int | None
 
 
 @contextlib.contextmanager
 def line_source(path: str) -> Iterator[Source]:
-    """The lines of *path*; ``-`` is stdin, kept in a temp file to be read again."""
-    if path != "-":
-        yield Source(lambda: _file_lines(path), os.path.getsize(path))
+    """The lines of *path*; ``-`` is stdin."""
+    if path == "-":
+        yield Source(iter(sys.stdin.buffer), None)
         return
-    with tempfile.TemporaryFile() as spool:
-        shutil.copyfileobj(sys.stdin.buffer, spool)
-
-        def again() -> Iterator[bytes]:
-            spool.seek(0)
-            yield from spool
-
-        yield Source(again, spool.tell())
-
-
-def _file_lines(path: str) -> Iterator[bytes]:
     with open(path, "rb") as file:
-        yield from file
+        yield Source(iter(file), os.path.getsize(path))

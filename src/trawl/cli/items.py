@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +17,7 @@ from trawl.model.ids import check_id
 from trawl.model.itemjson import Defaults
 from trawl.model.records import ItemView, JobView, NewItem
 from trawl.store import codec
-from trawl.store.store import Store
+from trawl.store.staging import ItemStage
 
 BATCH = 5000
 
@@ -127,35 +127,58 @@ def _add_one(item: str, data: str | None, defaults: Defaults) -> Added:
 def _add_file(
     path: str, defaults: Defaults, *, skip_bad: bool, batch_size: int, progress: bool
 ) -> Added:
-    with itemfile.line_source(path) as source, filebar.file_bar(progress) as bar:
-        bad = _check(bar.track(source.lines(), "checking", source.size), defaults)
-        if bad and not skip_bad:
+    with (
+        itemfile.line_source(path) as source,
+        filebar.file_bar(progress) as bar,
+        open_store().stage_items() as stage,
+    ):
+        check = _Check(bar, batch_size)
+        lines = bar.track(source.lines, "checking", source.size)
+        stage.add(check.good(itemfile.scan(lines, defaults)))
+        if check.bad and not skip_bad:
             name = "stdin" if path == "-" else path
             raise InvalidInput(
-                f"{name} has {output.plural(bad, 'bad line')}; nothing was added "
+                f"{name} has {output.plural(check.bad, 'bad line')}; nothing was added "
                 "(fix them, or pass --skip-bad to add the good lines)"
             )
-        lines = bar.track(source.lines(), "adding", source.size)
-        created, total = _write(open_store(), itemfile.good_items(lines, defaults), batch_size)
-    return Added(created=created, existing=total - created, bad_lines=bad)
+        created = _write(stage, batch_size, check.marks, bar)
+    return Added(created=created, existing=stage.count - created, bad_lines=check.bad)
 
 
-def _check(lines: Iterable[bytes], defaults: Defaults) -> int:
-    """Report each bad line as it is found; how many there were."""
-    bad = 0
-    for entry in itemfile.scan(lines, defaults):
-        if isinstance(entry, itemfile.BadLine):
-            click.echo(f"line {entry.number}: {entry.reason}", err=True)
-            bad += 1
-    return bad
+class _Check:
+    """Reports bad lines as they are found and passes the good ones on, noting where in the
+    file each batch of good lines ends (for the progress of writing them)."""
+
+    def __init__(self, bar: filebar.FileBar, batch_size: int) -> None:
+        self.bar = bar
+        self.batch_size = batch_size
+        self.bad = 0
+        self.marks: list[filebar.Mark] = []
+
+    def good(self, entries: Iterable[NewItem | itemfile.BadLine]) -> Iterator[NewItem]:
+        count = 0
+        for entry in entries:
+            if isinstance(entry, itemfile.BadLine):
+                click.echo(f"line {entry.number}: {entry.reason}", err=True)
+                self.bad += 1
+                continue
+            yield entry
+            count += 1
+            if count % self.batch_size == 0:
+                self.marks.append(self.bar.mark())
+        self.marks.append(self.bar.mark())  # the end of the file
 
 
-def _write(store: Store, items: Iterable[NewItem], batch_size: int) -> tuple[int, int]:
-    created = total = 0
-    for batch in itemfile.batches(items, batch_size):
-        created += len(store.add_items(batch))
-        total += len(batch)
-    return created, total
+def _write(
+    stage: ItemStage, batch_size: int, marks: list[filebar.Mark], bar: filebar.FileBar
+) -> int:
+    step = bar.stepper("adding", marks[-1].bytes)
+    created = 0
+    for batch, made in enumerate(stage.write(batch_size)):
+        created += made
+        step(marks[batch])
+    step(marks[-1])
+    return created
 
 
 def _report(added: Added, as_json: bool) -> None:

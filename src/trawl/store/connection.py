@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,7 +21,7 @@ from sqlalchemy import event, exc
 from trawl.model.errors import DatabaseUnavailable, DataRejected, TransientConflict, TrawlError
 from trawl.store import codec, writer_lock
 from trawl.store import url as urls
-from trawl.store.hotpath import HotPath, Statement
+from trawl.store.hotpath import Column, HotPath, Statement
 
 Params = Mapping[str, Any]
 
@@ -72,6 +72,7 @@ class Database:
         self._unit = False  # inside unit(): its direct sub-transactions join it
         self._savepoints = itertools.count()
         self._journal: list[dict[str, Any]] = []
+        self._journal_sql: list[tuple[sa.TextClause, dict[str, Any]]] = []
         # Called after each COMMIT with the journal rows it wrote (plugins' item events).
         self.on_commit: Callable[[list[dict[str, Any]]], None] | None = None
 
@@ -150,6 +151,12 @@ class Database:
         with self._transaction("BEGIN") as conn:
             yield conn
 
+    def scratch(self) -> contextlib.AbstractContextManager[sa.Connection]:
+        """A transaction that writes only this connection's temporary tables: no write lock
+        (on SQLite a deferred BEGIN: the temporary database is this connection's own), and
+        nothing another connection can see."""
+        return self._transaction("BEGIN")
+
     @contextlib.contextmanager
     def _transaction(self, begin: str, *, soft: bool = False) -> Iterator[sa.Connection]:
         conn = self.conn
@@ -191,9 +198,16 @@ class Database:
         """Queue journal rows; they are written just before this transaction commits."""
         self._journal.extend(dict(row) for row in rows)
 
+    def journal_from(self, statement: sa.TextClause, params: Params) -> None:
+        """Queue a statement that writes journal rows itself (``INSERT INTO journal ...
+        SELECT``), for rows the database already holds: it runs where queued rows are
+        written, under the same lock. ``on_commit`` hears only of queued rows."""
+        self._journal_sql.append((statement, dict(params)))
+
     def _flush_journal(self) -> list[dict[str, Any]]:
         rows, self._journal = self._journal, []
-        if not rows:
+        statements, self._journal_sql = self._journal_sql, []
+        if not rows and not statements:
             return rows
         if not self.is_sqlite:
             # Journal seqs must become visible in order, or a reader following the journal
@@ -201,11 +215,14 @@ class Database:
             # it. Taking the seqs under a lock held until COMMIT orders them; the lock covers
             # only this insert and the commit (one pipeline), not the work before it.
             self.send(JOURNAL_LOCK_SQL)
-        # One JSON array for the whole batch: msgspec encodes it far faster than the driver
-        # dumps five arrays element by element.
-        batch = codec.dumps([[row[c] for c in _JOURNAL_COLUMNS] for row in rows])
-        insert = JOURNAL_INSERT_SQLITE if self.is_sqlite else JOURNAL_INSERT_POSTGRES
-        self.send(insert, {"batch": batch})
+        for statement, params in statements:
+            self.send(statement, params)
+        if rows:
+            # One JSON array for the whole batch: msgspec encodes it far faster than the
+            # driver dumps five arrays element by element.
+            batch = codec.dumps([[row[c] for c in _JOURNAL_COLUMNS] for row in rows])
+            insert = JOURNAL_INSERT_SQLITE if self.is_sqlite else JOURNAL_INSERT_POSTGRES
+            self.send(insert, {"batch": batch})
         if not self.is_sqlite:  # followers of the journal (the API's stream) wake at COMMIT
             self.send(JOURNAL_NOTIFY_SQL)
         return rows
@@ -214,6 +231,7 @@ class Database:
         self._depth = 0
         self._unit = False
         self._journal = []
+        self._journal_sql = []
         self._driver.drop()
         try:
             conn.exec_driver_sql("ROLLBACK")
@@ -239,11 +257,12 @@ class Database:
         # out with what is queued before it, so the queue then holds only this block's.
         self.fetch(f"SAVEPOINT {name}")
         self._depth += 1
-        journaled = len(self._journal)
+        journaled, journaled_sql = len(self._journal), len(self._journal_sql)
         try:
             yield conn
         except BaseException:
             del self._journal[journaled:]  # what the savepoint undid is not journaled
+            del self._journal_sql[journaled_sql:]
             self._driver.drop()  # statements not sent yet are undone by not sending them
             self.fetch(f"ROLLBACK TO SAVEPOINT {name}")
             self.fetch(f"RELEASE SAVEPOINT {name}")
@@ -285,6 +304,12 @@ class Database:
 
     def send_many(self, statement: Statement, rows: Sequence[Params]) -> None:
         self._driver.send_many(self._raw, statement, rows)
+
+    def copy(self, table: str, columns: Sequence[Column], rows: Iterable[Sequence[Any]]) -> None:
+        """Stream *rows* (tuples in the order of *columns*) into *table*, after what is
+        queued: binary ``COPY`` on PostgreSQL, one ``executemany`` on SQLite. The rows are
+        consumed as they are sent, so memory stays flat however many there are."""
+        self._driver.copy(self._raw, table, columns, rows)
 
 
 def _seconds(value: str | tuple[str, ...] | None, default: float) -> float:

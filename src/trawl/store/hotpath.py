@@ -17,7 +17,7 @@ statement is logged at DEBUG on ``trawl.sql`` as it goes to the server.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -27,6 +27,7 @@ log = logging.getLogger("trawl.sql")
 
 Statement = sa.TextClause | str  # a str is driver SQL already ("BEGIN", "COMMIT")
 Params = Mapping[str, Any]
+Column = tuple[str, str]  # a column's name and its PostgreSQL type, for a binary COPY
 
 
 class HotPath:
@@ -61,6 +62,28 @@ class HotPath:
     def send_many(self, raw: Any, statement: Statement, rows: Sequence[Params]) -> None:
         if rows:
             self._put(raw, self.sql(statement), [dict(r) for r in rows], many=True)
+
+    def copy(
+        self, raw: Any, table: str, columns: Sequence[Column], rows: Iterable[Sequence[Any]]
+    ) -> None:
+        """Stream rows into a table after what is queued: binary COPY on PostgreSQL (the
+        rows cannot travel in a pipeline), an executemany over the iterator on SQLite."""
+        names = ", ".join(name for name, _ in columns)
+        if not self.pipelined:
+            marks = ", ".join("?" * len(columns))
+            self._put(raw, f"INSERT INTO {table} ({names}) VALUES ({marks})", rows, many=True)
+            return
+        self.flush(raw)
+        sql = f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("%s", sql)
+        try:
+            with raw.cursor().copy(sql) as copy:
+                copy.set_types([kind for _, kind in columns])
+                for row in rows:
+                    copy.write_row(row)
+        except self.dialect.loaded_dbapi.Error as error:
+            raise self._wrap(raw, sql, None, error) from error
 
     def fetch(self, raw: Any, statement: Statement, params: Params | None = None) -> list[Any]:
         """Run a statement after everything queued; returns its rows (tuples)."""

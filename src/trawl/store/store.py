@@ -23,7 +23,17 @@ from trawl.model.records import (
     TaskInfo,
 )
 from trawl.model.states import Journal
-from trawl.store import admin, bulk, codec, gauges, migrate, reads, scheduling, transitions
+from trawl.store import (
+    admin,
+    bulk,
+    codec,
+    gauges,
+    migrate,
+    reads,
+    scheduling,
+    staging,
+    transitions,
+)
 from trawl.store import claim as claim_sql
 from trawl.store.activity import Activity
 from trawl.store.connection import CACHE_MIB, Database
@@ -269,6 +279,14 @@ class Store:
             if created:
                 self._notify()
         return created
+
+    def stage_items(
+        self, *, created_by: str | None = None
+    ) -> AbstractContextManager[staging.ItemStage]:
+        """For a file of items: stage them as they are checked (``add``), then, once all are
+        known good, write them a batch per transaction (``write``), with the rules of
+        :meth:`add_items`. Nothing is written until ``write``; leaving the block unstages."""
+        return staging.staged(self.db, self.clock, created_by)
 
     # -- the job lifecycle ----------------------------------------------------------------
 
