@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -14,9 +15,10 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.support import site_crawl
-from trawl.crawl import state
+from trawl.crawl import state, warc
 from trawl.crawl.client import Response
 from trawl.crawl.options import Options
+from trawl.crawl.outcomes import Fetched
 from trawl.crawl.warc import Exchange
 from trawl.demo.httpd import SiteServer
 from trawl.demo.site import generate
@@ -153,3 +155,43 @@ def test_first_copies_come_from_the_crawls_committed_payloads_past_recent_ones(
 
     assert asyncio.run(main()) == [(True, False), (False, True), (True, False)]
     assert port.asked == ["sha1:OLD", "sha1:NEW"]  # the twin was known in-process
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_records_are_on_disk_before_the_commit_that_records_them(
+    tmp_path: Path, sqlite_url: str, sync: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What each WARC file held on disk (fdatasync'd), and what each committed attempt's
+    # record needs: at the moment its outcome is applied in the commit transaction.
+    synced: dict[str, int] = {}
+    late: list[str] = []
+    real_sync = os.fdatasync
+
+    def fdatasync(fd: int) -> None:
+        real_sync(fd)
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        synced[name] = max(synced.get(name, 0), os.fstat(fd).st_size)
+
+    real_apply = Fetched.apply_many.__func__  # type: ignore[attr-defined]
+
+    def apply_many(cls: type, store: object, now: float, task: str, effects: list[Fetched]) -> None:
+        for e in effects:
+            r = e.record
+            if r["warc_file"] and synced.get(os.path.abspath(r["warc_file"]), 0) < (
+                r["warc_offset"] + r["warc_length"]
+            ):
+                late.append(r["url"])
+        real_apply(cls, store, now, task, effects)
+
+    monkeypatch.setattr(warc.os, "fdatasync", fdatasync)
+    monkeypatch.setattr(Fetched, "apply_many", classmethod(apply_many))
+    with SiteServer(generate(60)) as server:
+        options = Options(warc=str(tmp_path / "site.warc.gz"), timeout=5.0, warc_sync=sync)
+        crawl_id = site_crawl.create(sqlite_url, server, depth=3, options=options)
+        site_crawl.run(sqlite_url, crawl_id)
+    recorded = [a for a in site_crawl.attempts(sqlite_url, crawl_id) if a["warc_file"]]
+    assert len(recorded) > 40
+    if sync:
+        assert late == [], "committed before its record was on disk"
+    else:
+        assert late, "--no-warc-sync commits without waiting for the disk"

@@ -4,8 +4,8 @@ block, the payload digest, and the links it found."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from trawl.crawl.frontier import Discover, discover_many
@@ -26,6 +26,13 @@ class Fetched:
     # First copies of the payloads a browser page's sub-requests archived: (crawl, digest,
     # url, date) like *payload*.
     subpayloads: tuple[tuple[int, str, str, str], ...] = ()
+    # Makes the attempt's WARC records durable (local fetches; a remote pipeline syncs
+    # before it sends): run before the commit that records their offsets.
+    sync: Callable[[], None] | None = field(default=None, compare=False)
+
+    def prepare(self) -> None:
+        if self.sync is not None:
+            self.sync()
 
     def wire(self) -> tuple[str, Any]:
         """As a remote pipeline sends it (crawl/remote.py decodes and checks it)."""

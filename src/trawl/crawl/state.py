@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -18,7 +19,7 @@ from trawl.crawl import client
 from trawl.crawl.browser import chromium
 from trawl.crawl.browser.pool import Browsers
 from trawl.crawl.client import Response
-from trawl.crawl.options import Options
+from trawl.crawl.options import Options, options_of
 from trawl.crawl.politeness import Gate
 from trawl.crawl.port import LocalPort, Port
 from trawl.crawl.remote import RemotePort
@@ -89,7 +90,15 @@ class ProcessState:
         """Write the exchange (a revisit if its payload was archived before); returns where
         the response record went and whether this is the payload's first copy."""
         known = await self.first_copy(ctx, crawl, resp)
-        return await asyncio.to_thread(self.write_exchange, crawl, resp, known, outlinks)
+
+        def write() -> tuple[Written, bool]:
+            written, first = self.write_exchange(crawl, resp, known, outlinks)
+            sync = self.sync_for(crawl, written)
+            if sync is not None:
+                sync()
+            return written, first
+
+        return await asyncio.to_thread(write)
 
     async def first_copy(
         self, ctx: Context, crawl: CrawlRow, resp: Response
@@ -112,8 +121,8 @@ class ProcessState:
         known: tuple[str, str] | None,
         outlinks: list[str] | None = None,
     ) -> tuple[Written, bool]:
-        """:meth:`archive`'s write, in a thread (blocking): *known* is what
-        :meth:`first_copy` found."""
+        """:meth:`archive`'s write, in a thread (blocking), not yet made durable (see
+        :meth:`sync_for`): *known* is what :meth:`first_copy` found."""
         ex = resp.exchange
         whole = resp.size > 0 and not resp.truncated
         key = (crawl.id, ex.digest)
@@ -125,9 +134,16 @@ class ProcessState:
             written = files.write(ex, refers, outlinks)
             if whole and refers is None:  # only a payload whose record was written
                 self._recent.add(key, (ex.url, ex.date))  # may be referred to
-        if Options.from_json(crawl.options).warc_sync:  # on disk before the commit that
-            files.sync(written)  # records its offset; writers that finish together share one
         return written, whole and refers is None
+
+    def sync_for(self, crawl: CrawlRow, written: Written) -> Callable[[], None] | None:
+        """What makes *written* durable (one fdatasync, shared by the records written
+        before it), to call before the commit that records its offset; ``None`` for a crawl
+        with ``warc_sync`` off."""
+        if not options_of(crawl).warc_sync:
+            return None
+        files, _ = self._warc(crawl)
+        return functools.partial(files.sync, written)
 
     async def archive_resource(
         self, crawl: CrawlRow, url: str, content_type: str, data: bytes, date: str

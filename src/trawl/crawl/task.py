@@ -220,8 +220,10 @@ async def _handle(
     }
     if browser is not None:  # its time is the fetch and the render together
         record |= browser.record | {"elapsed": time.time() - record["started_at"]}
+    sync = None
     if archived is not None:
         written, first = archived
+        sync = rt.sync_for(r.crawl, written)
         record |= {"warc_file": written.file, "warc_offset": written.offset}
         record["warc_length"] = written.length
         if first:
@@ -245,6 +247,7 @@ async def _handle(
             discover=discover,
             host_ok=urls.host(url) if plan.host_errors and resp.status < 500 else None,
             subpayloads=tuple(browser.payloads) if browser is not None else (),
+            sync=sync,
         )
     )
     if too_long:

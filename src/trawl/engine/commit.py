@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -39,6 +39,30 @@ _KIND = {
     Outcome.DEFERRED: Journal.JOB_DEFERRED,
     Outcome.SKIPPED: Journal.JOB_SKIPPED,
 }
+
+
+def prepare(results: Sequence[AttemptResult]) -> None:
+    """Run the ``prepare()`` of the custom effects that have one (a crawl's fetch makes its
+    WARC records durable): before the commit's transaction begins, outside any lock, and
+    before attempts leave this process for a tracker. A prepare that raises fails the
+    commit call, as an outage would: the attempts are committed later or their leases
+    lapse."""
+    for ready in _preparers(results):
+        ready()
+
+
+def needs_preparing(results: Sequence[AttemptResult]) -> bool:
+    """Whether :func:`prepare` has anything to do for *results*."""
+    return any(True for _ in _preparers(results))
+
+
+def _preparers(results: Sequence[AttemptResult]) -> Iterator[Callable[[], None]]:
+    for result in results:
+        for effect in result.effects:
+            if isinstance(effect, fx.Custom):
+                ready = getattr(effect.effect, "prepare", None)
+                if ready is not None:
+                    yield ready
 
 
 def commit(store: Store, results: Sequence[AttemptResult]) -> CommitReport:
@@ -77,6 +101,7 @@ def commit_resilient(store: Store, results: Sequence[AttemptResult]) -> CommitRe
     """:func:`commit`, but a value the database refuses costs only its own attempt: the
     batch is split in halves until the attempt that holds it is found, and that attempt is
     recorded as failed (with nothing applied) while the rest commit."""
+    prepare(results)
     try:
         return commit(store, results)
     except DataRejected as error:

@@ -121,7 +121,11 @@ class CustomEffect(Protocol[S_contra]):
     Context's ``custom`` asks for a ``CustomEffect[Store]``)."""
 
     def apply(self, store: S_contra, now: float, task: str) -> None:
-        """Apply it inside the commit transaction; raising undoes the attempt's effects."""
+        """Apply it inside the commit transaction; raising undoes the attempt's effects.
+
+        It may also have a ``prepare()`` method, which the commit calls first, outside the
+        transaction and before the attempt leaves its process (the crawl's fetch syncs its
+        WARC records there: the commit then records offsets of durable records)."""
 
 
 class BatchedEffect(CustomEffect[S_contra], Protocol[S_contra]):

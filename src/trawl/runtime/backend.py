@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from trawl.engine import claim as engine_claim
-from trawl.engine.commit import commit, commit_resilient
+from trawl.engine.commit import commit, commit_resilient, prepare
 from trawl.model.errors import DataRejected
 from trawl.model.records import AttemptResult, CommitReport
 from trawl.runtime.app import TaskDef
@@ -98,6 +98,7 @@ def commit_and_claim(
     if limit <= 0:
         report = commit_resilient(store, results) if results else CommitReport()
         return report, engine_claim.ClaimBatch(jobs=[])
+    prepare(results)  # outside the transaction: an fdatasync must not hold the write lock
     try:
         with store.unit():
             report = commit(store, results) if results else CommitReport()

@@ -8,6 +8,7 @@ its tasks' contexts through the tracker.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 import shutil
@@ -19,6 +20,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from trawl.engine import claim as engine_claim
+from trawl.engine.commit import needs_preparing, prepare
 from trawl.model import wire
 from trawl.model.errors import AppLoadError
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, FailureInfo, ItemView
@@ -216,6 +218,8 @@ class RemoteBackend:
         refuses (it names ``results[N]``), is sent as a failure that applies nothing, so
         one bad attempt cannot hold back the others."""
         failed: dict[int, str] = {}
+        if needs_preparing(results):  # durable here before the tracker records it
+            await asyncio.to_thread(prepare, results)
         attempts = [await self._one(r, failed) for r in results]
         while True:
             try:
