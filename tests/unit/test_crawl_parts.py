@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
+from trawl.crawl import task
 from trawl.crawl.blocks import retry_after
+from trawl.crawl.client import Response
 from trawl.crawl.extract import css_links, html_links
 from trawl.crawl.robots import Robots
 from trawl.crawl.rules import DEFAULT_USER_AGENT, Ruleset, make_rule
 from trawl.crawl.urls import canonical
+from trawl.crawl.warc import Exchange
 from trawl.model.errors import InvalidInput
 
 
@@ -90,3 +95,45 @@ def test_retry_after_seconds_dates_and_garbage() -> None:
     assert retry_after(None) == retry_after("soon") == 10.0
     assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
     assert retry_after("999999") == 3600.0
+
+
+def _page(body: bytes, **headers: str) -> Response:
+    exchange = Exchange(
+        url="http://h/",
+        request_line="GET / HTTP/1.1",
+        request_headers=[],
+        status_line="200 OK",
+        protocol="HTTP/1.1",
+        response_headers=list(headers.items()),
+        body=io.BytesIO(body),
+        digest="sha1:X",
+        date="2026-11-25T00:00:00Z",
+    )
+    return Response(
+        exchange=exchange,
+        status=200,
+        headers={k.lower(): v for k, v in headers.items()},
+        size=len(body),
+        truncated=False,
+        started=0.0,
+        elapsed=0.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "inline"),
+    [
+        (b"<html><a href='/a'>a</a><a href='/b'>b</a></html>", {}, True),
+        (b"<div>" * 300, {}, False),  # deep nesting: parsing it is not cheap
+        (b"<a href='/x'>x</a>" * 150, {}, False),  # 300 tags
+        (b"a{background:url(x.png)}" * 250, {}, False),
+        (b"x" * (task.INLINE_BYTES + 1), {}, False),
+        (b"<html></html>", {"Content-Encoding": "gzip"}, False),  # may inflate far
+    ],
+)
+def test_only_small_plain_pages_are_parsed_on_the_event_loop(
+    body: bytes, headers: dict[str, str], inline: bool
+) -> None:
+    page = _page(body, **headers)
+    assert task._small(page) is inline
+    assert page.exchange.body.read() == body, "the body is read from its start again"
