@@ -7,11 +7,11 @@ import json
 import math
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from trawl.cli.itemfile import BadLine, scan
-from trawl.crawl.urls import canonical
+from trawl.crawl.urls import _canonical, canonical
 from trawl.model.durations import seconds
 from trawl.model.errors import InvalidDuration
 from trawl.model.itemjson import Defaults
@@ -52,6 +52,32 @@ def test_canonical_is_idempotent_and_drops_what_does_not_name_the_resource(url: 
 def test_canonical_never_raises_on_arbitrary_text(text: str) -> None:
     result = canonical(text, "http://base.example/dir/")
     assert result is None or result.startswith(("http://", "https://"))
+
+
+_LINK = st.builds(
+    lambda prefix, host, port, path, end: f"{prefix}{host}{port}{path}{end}",
+    st.sampled_from(["", "/", "//", "http://", "https://", "HTTP://", "http://u@", " /", "./"]),
+    st.sampled_from(["", "a.example", "A.example", "127.0.0.1", "[::1]", "h-1.test", "a..b"]),
+    st.sampled_from(["", ":80", ":443", ":8080", ":080", ":0", ":99999", ":65536", ":"]),
+    st.text(alphabet="aZ09/.-_~%?=&:@!$'()*+,; \t\\é", max_size=16),
+    st.sampled_from(["", "#", "#top", "#a b", "?", "?#x", "/..", "/.", " ", ";", ";x"]),
+)
+_BASE = st.sampled_from(
+    [
+        "http://base.example/",
+        "http://base.example/dir/page?q=1",
+        "https://b.example:8443/a/b",
+        "http://127.0.0.1:41921/p/7",
+    ]
+)
+
+
+@settings(max_examples=2000)
+@given(_LINK, _BASE)
+def test_the_fast_path_gives_what_the_full_parse_gives(link: str, base: str) -> None:
+    # canonical() answers most links without urllib; _canonical is the full parse.
+    assert canonical(link, base) == _canonical(link.strip(), base)
+    assert canonical(link) == _canonical(link.strip(), None)
 
 
 # -- durations ----------------------------------------------------------------------------------

@@ -2,17 +2,56 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import SplitResult, urljoin, urlsplit, urlunsplit
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_URL = 2000  # page item ids carry the URL; item ids stop at 2,048 characters
 
 
+# A link that needs no parsing to be canonical: only these characters (no spaces, no
+# backslashes, no non-ASCII, no ";" whose empty parameters urllib drops), no dot segment
+# ("/." anywhere sends it the long way), no empty query; root-relative, or absolute with a
+# lower-case scheme and host. Most links on most pages.
+_PLAIN = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,=:@%/?]*\Z")
+_PLAIN_ABSOLUTE = re.compile(r"https?://[a-z0-9.\-]+(?::([0-9]+))?/")
+
+
 def canonical(url: str, base: str | None = None) -> str | None:
     """*url* (resolved against *base*) with the fragment removed, scheme and host
     lower-cased, the default port dropped and an empty path made ``/``; ``None`` when it is
-    not an http(s) URL trawl can fetch."""
+    not an http(s) URL trawl can fetch. *base* is a canonical URL."""
     text = url.strip()
+    cut = text.find("#")
+    plain = text if cut < 0 else text[:cut]
+    if _PLAIN.match(plain) and not plain.endswith("?") and "/." not in plain and _unspaced(text):
+        # The common cases, without urllib (a crawl canonicalizes every link it sees).
+        if plain.startswith("/") and not plain.startswith("//") and base is not None:
+            origin = base[: base.find("/", base.find("//") + 2)]
+            return _capped(origin + plain)
+        absolute = _PLAIN_ABSOLUTE.match(plain)
+        if absolute is not None and _kept_port(absolute.group(1)):
+            return _capped(plain)
+    return _canonical(text, base)
+
+
+def _unspaced(text: str) -> bool:
+    return not any(c in text for c in " \t\r\n")  # (the full parse refuses these anywhere)
+
+
+def _kept_port(port: str | None) -> bool:
+    """Whether a URL's port stays as written in its canonical form (neither a default
+    port, which is dropped, nor one written oddly or out of range)."""
+    if port is None:
+        return True
+    return not port.startswith("0") and port not in ("80", "443") and int(port) <= 65535
+
+
+def _capped(result: str) -> str | None:
+    return result if len(result) <= MAX_URL else None
+
+
+def _canonical(text: str, base: str | None) -> str | None:
     if base is not None:
         try:
             text = urljoin(base, text)
@@ -30,8 +69,7 @@ def canonical(url: str, base: str | None = None) -> str | None:
     netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
     if ":" in host and not host.startswith("["):
         netloc = f"[{host}]" if port in (None, _DEFAULT_PORTS[scheme]) else f"[{host}]:{port}"
-    result = urlunsplit(SplitResult(scheme, netloc, parts.path or "/", parts.query, ""))
-    return result if len(result) <= MAX_URL else None
+    return _capped(urlunsplit(SplitResult(scheme, netloc, parts.path or "/", parts.query, "")))
 
 
 def host(url: str) -> str:
