@@ -4,11 +4,13 @@ repeated payload once, as revisit records for the later copies."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import os
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -195,3 +197,44 @@ def test_records_are_on_disk_before_the_commit_that_records_them(
         assert late == [], "committed before its record was on disk"
     else:
         assert late, "--no-warc-sync commits without waiting for the disk"
+
+
+def test_records_keep_the_exchange_as_it_went_over_the_wire(tmp_path: Path) -> None:
+    files = warc.WarcFiles(str(tmp_path / "x.warc.gz"), info={"isPartOf": "test"})
+    raw_header = "caf\xe9"  # a latin-1 byte in a header value, as aiohttp hands it over
+    cut = Exchange(
+        url="http://h.test/big",
+        request_line="GET /big HTTP/1.1",
+        request_headers=[("Host", "h.test")],
+        status_line="200 OK",
+        protocol="HTTP/1.1",
+        response_headers=[("Content-Length", "10000"), ("X-Name", raw_header)],
+        body=io.BytesIO(b"x" * 100),
+        digest=warc.digest_of(hashlib.sha1(b"x" * 100)),
+        date="2026-11-25T00:00:00.000000Z",
+        truncated=True,
+    )
+    first = files.write(cut, None, ["http://h.test/a"])
+    again = files.write(
+        replace(cut, url="http://h.test/again", body=io.BytesIO(b"x" * 100)),
+        ("http://h.test/big", cut.date),
+    )
+    files.close()
+    checked = subprocess.run(
+        [sys.executable, "-m", "warcio.cli", "check", str(tmp_path / "x.warc.gz")],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    with (tmp_path / "x.warc.gz").open("rb") as stream:
+        stream.seek(first.offset)
+        response = next(iter(ArchiveIterator(stream)))
+        assert response.rec_headers.get_header("WARC-Truncated") == "length"
+        assert response.http_headers.get_header("X-Name") == raw_header
+        assert response.content_stream().read() == b"x" * 100
+        stream.seek(again.offset)
+        revisit = next(iter(ArchiveIterator(stream)))
+    assert revisit.rec_type == "revisit"
+    digests = [v for k, v in revisit.rec_headers.headers if k == "WARC-Payload-Digest"]
+    assert digests == [cut.digest], "one payload digest, the original's"
+    assert revisit.rec_headers.get_header("WARC-Refers-To-Target-URI") == "http://h.test/big"

@@ -197,6 +197,7 @@ def _response(
         digest=body.digest,
         date=warc_date(started),
         ip=ip,
+        truncated=body.truncated,
     )
     return Response(
         exchange=exchange,
