@@ -264,6 +264,7 @@ _FIELDS = "application/warc-fields"
 _REVISIT = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 
 Part = bytes | IO[bytes]  # a stream is read from its start, in chunks
+_EMPTY = digest_of(hashlib.sha1())  # of a GET's request body
 
 
 def _record_id() -> str:
@@ -310,7 +311,7 @@ def _request(file: _Sink, ex: Exchange, concurrent_to: str) -> None:
         ("WARC-Record-ID", _record_id()),
         ("WARC-Target-URI", ex.url),
         ("WARC-Concurrent-To", concurrent_to),
-        ("WARC-Payload-Digest", _sha1(ex.request_body)),
+        ("WARC-Payload-Digest", _sha1(ex.request_body) if ex.request_body else _EMPTY),
     ]
     head = _http_head(ex.request_line, ex.request_headers)
     _write(file, "request", ex.date, fields, _HTTP_REQUEST, [head, ex.request_body])
@@ -319,12 +320,13 @@ def _request(file: _Sink, ex: Exchange, concurrent_to: str) -> None:
 def _metadata(file: _Sink, ex: Exchange, outlinks: list[str]) -> None:
     """``outlink: URL`` lines for the exchange's URL."""
     body = "".join(f"outlink: {url}\r\n" for url in outlinks).encode()
+    digest = _sha1(body)  # the block is the payload
     fields = [
         ("WARC-Record-ID", _record_id()),
         ("WARC-Target-URI", ex.url),
-        ("WARC-Payload-Digest", _sha1(body)),
+        ("WARC-Payload-Digest", digest),
     ]
-    _write(file, "metadata", ex.date, fields, _FIELDS, [body])
+    _write(file, "metadata", ex.date, fields, _FIELDS, [body], digest)
 
 
 def _warcinfo(file: _Sink, filename: str, info: dict[str, str]) -> None:
@@ -340,15 +342,16 @@ def _write(
     fields: list[tuple[str, str]],
     content_type: str,
     block: list[Part],
+    digest: str | None = None,
 ) -> None:
-    """One record, one gzip member: its header (with the block's digest and length), the
-    block, and the two CRLFs that end a record."""
+    """One record, one gzip member: its header (with the block's *digest*, computed here
+    unless given, and length), the block, and the two CRLFs that end a record."""
     header = [
         "WARC/1.1",
         f"WARC-Type: {kind}",
         f"WARC-Date: {date}",
         *(f"{name}: {value}" for name, value in fields),
-        f"WARC-Block-Digest: {_sha1(*block)}",
+        f"WARC-Block-Digest: {digest or _sha1(*block)}",
         f"Content-Type: {content_type}",
         f"Content-Length: {sum(_size(part) for part in block)}",
     ]

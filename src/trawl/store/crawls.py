@@ -82,6 +82,20 @@ _LOWER = q(
     " WHERE crawl_id = :crawl AND url = :url AND depth > :depth"
     " RETURNING url, item_id, skip"
 )
+_INSERT_PAGES = "INSERT INTO crawl_pages (crawl_id, url, item_id, depth, via, skip, found_at) {}"
+_INSERT_PAGES_SQLITE = q(
+    _INSERT_PAGES.format(
+        "SELECT :crawl, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, :now"
+        " FROM json_each(:rows) WHERE true ON CONFLICT DO NOTHING RETURNING url"
+    )
+)
+_INSERT_PAGES_POSTGRES = q(
+    _INSERT_PAGES.format(
+        "SELECT :crawl, u, i, d, v, s, :now FROM unnest(CAST(:urls AS text[]),"
+        " CAST(:items AS text[]), CAST(:depths AS int[]), CAST(:vias AS text[]),"
+        " CAST(:skips AS text[])) AS t(u, i, d, v, s) ON CONFLICT DO NOTHING RETURNING url"
+    )
+)
 _PAGES_OF = (
     "SELECT url, item_id, depth, via, skip FROM crawl_pages WHERE crawl_id = :crawl AND url {}"
 )
@@ -348,17 +362,16 @@ class CrawlTables:
     def insert_pages(self, crawl_id: int, rows: Sequence[dict[str, Any]], now: float) -> set[str]:
         """Insert pages (url, item_id, depth, via, skip); returns the urls that were new."""
         rows = sorted(rows, key=lambda r: str(r["url"]))  # key order: no deadlocks (bulk.py)
-        if len(rows) > 500:  # keep each statement's parameters well within SQLite's limit
-            head = self.insert_pages(crawl_id, rows[:500], now)
-            return head | self.insert_pages(crawl_id, rows[500:], now)
         if not rows:
             return set()
-        params: dict[str, Any] = {"crawl": crawl_id, "now": now}
-        for i, row in enumerate(rows):
-            params |= {f"url{i}": row["url"], f"item{i}": row["item_id"]}
-            params |= {f"depth{i}": row["depth"], f"via{i}": row["via"], f"skip{i}": row["skip"]}
-        stmt = _insert_pages(len(rows))
-        return {r[0] for r in self.db.fetch(stmt, params)}
+        columns = [[r[c] for r in rows] for c in ("url", "item_id", "depth", "via", "skip")]
+        if self.db.is_sqlite:
+            params: dict[str, Any] = {"rows": codec.dumps(list(zip(*columns, strict=True)))}
+            stmt = _INSERT_PAGES_SQLITE
+        else:
+            params = dict(zip(("urls", "items", "depths", "vias", "skips"), columns, strict=True))
+            stmt = _INSERT_PAGES_POSTGRES
+        return {r[0] for r in self.db.fetch(stmt, params | {"crawl": crawl_id, "now": now})}
 
     def lower(self, crawl_id: int, url: str, depth: int, via: str | None) -> PageRow | None:
         """Lower a page's depth if *depth* is smaller; the page as it now is, else ``None``."""
@@ -587,14 +600,3 @@ def _page(row: Any) -> PageRow:
 def _list(db: Database, values: Sequence[Any]) -> Any:
     """A list parameter: a JSON array on SQLite (``json_each``), an array on PostgreSQL."""
     return codec.dumps(list(values)) if db.is_sqlite else list(values)
-
-
-@functools.cache
-def _insert_pages(count: int) -> TextClause:
-    values = ", ".join(
-        f"(:crawl, :url{i}, :item{i}, :depth{i}, :via{i}, :skip{i}, :now)" for i in range(count)
-    )
-    return q(
-        "INSERT INTO crawl_pages (crawl_id, url, item_id, depth, via, skip, found_at)"
-        f" VALUES {values} ON CONFLICT DO NOTHING RETURNING url"
-    )
