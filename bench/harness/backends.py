@@ -20,7 +20,7 @@ from harness.postgres import Server
 
 # What every system gets on SQLite: trawl's pragmas, applied to raw SQL and huey too, with
 # the backend's synchronous level.
-SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=60000", "cache_size=-65536")
+SQLITE_PRAGMAS = ("journal_mode=WAL", "busy_timeout=60000", "cache_size=-16384")
 
 
 def sqlite_pragmas(synchronous: str) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from trawl.store.connection import CACHE_MIB
 from trawl.store.store import SMALL_CACHE_MIB, Store
 
 PRAGMA = sa.text("PRAGMA cache_size")
@@ -13,5 +14,5 @@ PRAGMA = sa.text("PRAGMA cache_size")
 
 def test_each_connection_gets_the_cache_asked_for(sqlite_url: str) -> None:
     with Store(sqlite_url) as big, Store(sqlite_url, cache_mib=SMALL_CACHE_MIB) as small:
-        assert big.db.execute(PRAGMA).scalar_one() == -64 * 1024
+        assert big.db.execute(PRAGMA).scalar_one() == -CACHE_MIB * 1024
         assert small.db.execute(PRAGMA).scalar_one() == -SMALL_CACHE_MIB * 1024
