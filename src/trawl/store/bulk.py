@@ -26,20 +26,23 @@ _JOBS = (
     SELECT DISTINCT t.item_id, tt.task, 'queued', :now, true, 0,
            COALESCE(:niceness, k.niceness), false, true, 0, CAST(NULL AS REAL)
     FROM tags t JOIN task_tags tt ON tt.tag = t.name JOIN tasks k ON k.name = tt.task
-    WHERE t.item_id IN ({ids})
+    WHERE t.item_id {ids}
     ON CONFLICT (item_id, task) DO NOTHING
 """
 )
-_JOBS_SQLITE = q(_JOBS.format(ids="SELECT value FROM json_each(:ids)"))
-_JOBS_POSTGRES = q(_JOBS.format(ids="SELECT unnest(CAST(:ids AS text[]))"))
+# "= ANY(array)", not "IN (SELECT unnest(...))": without statistics (a new database, or a
+# server without autovacuum) PostgreSQL planned the latter as a scan of every tag - each
+# crawl commit read the whole table.
+_JOBS_SQLITE = q(_JOBS.format(ids="IN (SELECT value FROM json_each(:ids))"))
+_JOBS_POSTGRES = q(_JOBS.format(ids="= ANY(CAST(:ids AS text[]))"))
 # Adding an id that exists lists it again: jobs disabled as "not found" run again.
 _RELIST = """
     UPDATE jobs SET due_at = :now, ready = true, not_found = 0
     WHERE selected AND not_found > 0 AND due_at IS NULL AND status = 'failed'
-      AND item_id IN (SELECT item_id FROM aliases WHERE alias IN ({ids}))
+      AND item_id IN (SELECT item_id FROM aliases WHERE alias {ids})
 """
-_RELIST_SQLITE = q(_RELIST.format(ids="SELECT value FROM json_each(:ids)"))
-_RELIST_POSTGRES = q(_RELIST.format(ids="SELECT unnest(CAST(:ids AS text[]))"))
+_RELIST_SQLITE = q(_RELIST.format(ids="IN (SELECT value FROM json_each(:ids))"))
+_RELIST_POSTGRES = q(_RELIST.format(ids="= ANY(CAST(:ids AS text[]))"))
 
 # -- SQLite: one writer holds the lock, so the ids found free stay free until COMMIT --------
 _TAKEN_SQLITE = q(

@@ -89,9 +89,11 @@ def stop_failing(items: Items, tasks: set[str], now: float) -> list[str]:
 
 # Driven from task_deps (CROSS JOIN fixes that order on SQLite): with no dependencies
 # declared, which is most apps, every commit's wake-up reads one empty table and stops.
+# The EXISTS is a one-time check PostgreSQL makes first: without statistics it planned the
+# join as a scan of every job, once a commit.
 _WAKE = """
     UPDATE jobs SET due_at = :now, ready = true, waiting = NULL
-    WHERE selected AND status <> 'running' AND id IN (
+    WHERE EXISTS (SELECT 1 FROM task_deps) AND selected AND status <> 'running' AND id IN (
         SELECT j.id FROM task_deps d
         CROSS JOIN ({batch}) AS b
         CROSS JOIN jobs j
