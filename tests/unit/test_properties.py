@@ -3,6 +3,8 @@ URL canonicalisation, durations and item files."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
 
@@ -12,6 +14,7 @@ from hypothesis import strategies as st
 
 from trawl.cli.itemfile import BadLine, scan
 from trawl.crawl.urls import _canonical, canonical
+from trawl.crawl.warc import digest_of
 from trawl.model.durations import seconds
 from trawl.model.errors import InvalidDuration
 from trawl.model.itemjson import Defaults
@@ -81,6 +84,12 @@ def test_the_fast_path_gives_what_the_full_parse_gives(link: str, base: str) -> 
 
 
 # -- durations ----------------------------------------------------------------------------------
+
+
+@given(st.binary(max_size=200))
+def test_a_payload_digest_is_the_base32_sha1_warc_readers_expect(data: bytes) -> None:
+    expected = "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
+    assert digest_of(hashlib.sha1(data)) == expected
 
 
 @given(st.floats(min_value=0, max_value=1e12, allow_nan=False))

@@ -30,6 +30,7 @@ from trawl.crawl import rules as crawl_rules
 from trawl.crawl.app import DEFAULT_LEASE, make_app
 from trawl.crawl.browser import chromium
 from trawl.crawl.browser.chromium import BrowserUnavailable
+from trawl.crawl.inflight import SLOTS_PER_REQUEST
 from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
 from trawl.runtime.lock import runtime_dir
@@ -228,7 +229,8 @@ def start(seeds: tuple[str, ...], **opts: Any) -> None:
         pid, log = detach(crawl_id, opts["lease"])
         output.print_json({"id": crawl_id, "pid": pid, "log": str(log)})
         return
-    work(crawl_id, spec.concurrency, opts["lease"], opts["show_progress"], opts["metrics"])
+    slots = spec.concurrency * SLOTS_PER_REQUEST
+    work(crawl_id, slots, opts["lease"], opts["show_progress"], opts["metrics"])
 
 
 def detach(crawl_id: int, lease: float) -> tuple[int, Path]:
@@ -408,7 +410,7 @@ def abort(crawl_id: int) -> None:
 @crawl.command("resume")
 @click.argument("crawl_id", metavar="ID", type=int)
 @allow_hook_option
-@concurrency_option("Worker slots [default: the crawl's concurrency].")
+@concurrency_option("Worker slots [default: twice the crawl's concurrency].")
 @lease_option(DEFAULT_LEASE)
 @progress_option("a live line")
 @metrics_option
@@ -427,7 +429,8 @@ def resume(
     if crawl_row.aborted:
         count = operations.resume(store, crawl_id)
         click.echo(f"crawl {crawl_id} resumed: {output.plural(count, 'page')} due again", err=True)
-    work(crawl_id, concurrency or max(1, crawl_row.concurrency), lease, show_progress, metrics)
+    slots = concurrency or max(1, crawl_row.concurrency) * SLOTS_PER_REQUEST
+    work(crawl_id, slots, lease, show_progress, metrics)
 
 
 @crawl.command("concurrency")

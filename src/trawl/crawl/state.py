@@ -19,6 +19,7 @@ from trawl.crawl import client
 from trawl.crawl.browser import chromium
 from trawl.crawl.browser.pool import Browsers
 from trawl.crawl.client import Response
+from trawl.crawl.inflight import InFlight
 from trawl.crawl.options import Options, options_of
 from trawl.crawl.politeness import Gate
 from trawl.crawl.port import LocalPort, Port
@@ -74,6 +75,7 @@ class ProcessState:
         self._recent = RecentPayloads(RECENT_PAYLOADS)
         self.blocked: dict[str, float] = {}  # host -> until: 429s this process has seen
         self.finished: list[tuple[str, int]] = []  # requests done, slots not yet freed
+        self.in_flight = InFlight()  # requests out per crawl, to the crawl's concurrency
 
     def take_finished(self) -> list[tuple[str, int]]:
         taken, self.finished = self.finished, []
@@ -150,7 +152,7 @@ class ProcessState:
     ) -> Written:
         """Write a ``resource`` record (a page's screenshot) to the crawl's WARC."""
         files, lock = self._warc(crawl)
-        durable = Options.from_json(crawl.options).warc_sync
+        durable = options_of(crawl).warc_sync
 
         def write() -> Written:
             with lock:

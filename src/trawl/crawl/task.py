@@ -17,6 +17,7 @@ from trawl.crawl.browser.capture import RenderFailed
 from trawl.crawl.browser.chromium import BrowserUnavailable
 from trawl.crawl.client import FetchError, LateStart, Response
 from trawl.crawl.frontier import Discover, Found
+from trawl.crawl.inflight import Permit
 from trawl.crawl.options import Options
 from trawl.crawl.outcomes import Fetched, Parked, Skipped
 from trawl.crawl.pacing import latest_send
@@ -66,26 +67,33 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
     rt = runtime()
     crawl_id, url = int(ctx.data["crawl"]), str(ctx.data["url"])
     for _ in range(3):
-        plan = await rt.port.begin(ctx, crawl_id, url, rt.take_finished())
-        if plan.action in ("park", "defer", "skip"):
-            _set_aside(ctx, plan, crawl_id, url)
-            return None
-        start = rt.port.local_time(plan.start_at)
-        await _sleep_until(start)
-        not_after = start + latest_send(plan.options.delay if plan.options else 0.0)
-        if time.time() > not_after:
-            continue  # a busy loop woke us too late: sent now, it could crowd the next start
-        blocked = rt.blocked.get(urls.host(url), 0.0)
-        if blocked > time.time():  # a 429 arrived while this request waited for its start
-            ctx.defer(blocked)
-            return None
+        # A request of the crawl's concurrency in this process before the gate is asked
+        # (crawl/inflight.py); given back once the request is done, whatever the plan.
+        permit = await rt.in_flight.acquire(crawl_id)
         try:
+            plan = await rt.port.begin(ctx, crawl_id, url, rt.take_finished())
+            if plan.crawl is not None:
+                rt.in_flight.limit(crawl_id, plan.crawl.concurrency)
+            if plan.action in ("park", "defer", "skip"):
+                _set_aside(ctx, plan, crawl_id, url)
+                return None
+            start = rt.port.local_time(plan.start_at)
+            await _sleep_until(start)
+            not_after = start + latest_send(plan.options.delay if plan.options else 0.0)
+            if time.time() > not_after:
+                continue  # a busy loop woke us too late: sent now, it could crowd the next
+            blocked = rt.blocked.get(urls.host(url), 0.0)
+            if blocked > time.time():  # a 429 arrived while this request waited its start
+                ctx.defer(blocked)
+                return None
             if plan.action == "robots":
                 await _fetch_robots(ctx, rt, plan, url, not_after)
                 continue
-            return await _fetch(ctx, rt, plan, crawl_id, url, not_after)
+            return await _fetch(ctx, rt, plan, crawl_id, url, not_after, permit)
         except LateStart:
             continue  # nothing was sent: plan again, from the host's next free start
+        finally:
+            permit.release()
     # Late three times (a starved process), or robots.txt kept changing: try again soon.
     ctx.defer(time.time() + 1.0)
     return None
@@ -159,7 +167,13 @@ async def _robots_txt(
 
 
 async def _fetch(
-    ctx: Context, rt: ProcessState, plan: Plan, crawl_id: int, url: str, not_after: float
+    ctx: Context,
+    rt: ProcessState,
+    plan: Plan,
+    crawl_id: int,
+    url: str,
+    not_after: float,
+    permit: Permit,
 ) -> dict[str, Any] | None:
     r = _ready(plan)
     started = time.time()
@@ -177,12 +191,14 @@ async def _fetch(
         )
     except FetchError as error:
         rt.finished.append((ctx.id, ctx.attempt))
+        permit.release()
         record |= {"outcome": "retry", "error": str(error), "elapsed": time.time() - started}
         ctx.custom(Fetched(item_id=ctx.id, attempt=ctx.attempt, record=record))
         if await _host_backs_off(ctx, url, r.options.host_grace):
             return None
         raise
     rt.finished.append((ctx.id, ctx.attempt))
+    permit.release()  # the request is done: parsing and archiving need no request slot
     try:
         return await _handle(ctx, rt, plan, crawl_id, url, resp, record)
     finally:

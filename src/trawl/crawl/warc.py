@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
 import threading
@@ -51,7 +50,17 @@ class Exchange:
 
 def digest_of(sha1: hashlib._Hash) -> str:
     """A WARC payload digest from a SHA-1 fed as the bytes arrived."""
-    return "sha1:" + base64.b32encode(sha1.digest()).decode()
+    # A page takes four of these. base64.b32encode is a Python loop made for any length;
+    # a SHA-1 is 160 bits, sixteen 10-bit pairs of base32 letters: 2.4 -> 1.6 us a digest.
+    n = int.from_bytes(sha1.digest())
+    pair = _B32_PAIRS
+    return "sha1:" + "".join([pair[(n >> shift) & 1023] for shift in _B32_SHIFTS])
+
+
+_B32_PAIRS = [
+    a + b for a in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" for b in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+]
+_B32_SHIFTS = tuple(range(150, -10, -10))
 
 
 def warc_date(epoch: float) -> str:

@@ -56,6 +56,8 @@ class SiteServer:
         self.script = script or Script()
         self.labels = HOSTS[:hosts]
         self.log: list[Request] = []
+        self.busy = 0  # requests being answered now, across hosts
+        self.busiest = 0  # the most ever answered at once: a crawl's concurrency on the wire
         self.ports: dict[str, int] = {}
         self._seen: dict[object, int] = {}
         self._cache: dict[tuple[Key, bool], tuple[str, bytes] | None] = {}
@@ -154,11 +156,17 @@ class SiteServer:
         if self._count(("reset", key)) <= self.script.reset.get(key, 0):
             self.log.append(Request(at, label, path, 0))
             return False
-        if self.script.latency:
-            await asyncio.sleep(self.script.latency)
-        status, extra, body = self._respond(label, key, headers)
-        self.log.append(Request(at, label, path, status))
-        await asyncio.get_running_loop().sock_sendall(conn, _head(status, extra, len(body)) + body)
+        self.busy += 1
+        self.busiest = max(self.busiest, self.busy)
+        try:
+            if self.script.latency:
+                await asyncio.sleep(self.script.latency)
+            status, extra, body = self._respond(label, key, headers)
+            self.log.append(Request(at, label, path, status))
+            reply = _head(status, extra, len(body)) + body
+            await asyncio.get_running_loop().sock_sendall(conn, reply)
+        finally:
+            self.busy -= 1
         return headers.get("connection", "").lower() != "close"
 
     def _respond(

@@ -1,0 +1,96 @@
+"""Requests a worker process has in flight per crawl, kept to the crawl's concurrency.
+
+A crawl's concurrency counts requests in flight, but a page's job also waits for its plan,
+is parsed, archived and committed: with one worker slot a request, most slots were doing
+something else and a crawl at ``--concurrency 16`` had about eight requests out. So a
+worker running a crawl has more slots than the crawl has requests (``trawl crawl`` gives it
+:data:`SLOTS_PER_REQUEST` a request), and its fetches queue here for a request before they
+ask the politeness gate for one: the gate, which counts every process's requests, would
+otherwise refuse the surplus and each refusal is a deferral (a commit, and a claim again
+later). The gate stays the authority across processes; this only keeps one process from
+asking for more than the crawl allows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+SLOTS_PER_REQUEST = 2  # worker slots `trawl crawl` runs per request the crawl allows
+
+
+class _Crawl:
+    __slots__ = ("held", "limit", "waiting")
+
+    def __init__(self) -> None:
+        self.limit = 0  # not known yet (no plan seen), or paused: the gate decides alone
+        self.held = 0
+        self.waiting: deque[asyncio.Future[None]] = deque()
+
+
+class Permit:
+    """One request of a crawl in flight; :meth:`release` it once the request is done
+    (releasing twice is harmless, so every way out of a fetch may do it)."""
+
+    __slots__ = ("_crawl", "_owner")
+
+    def __init__(self, owner: InFlight, crawl: _Crawl) -> None:
+        self._owner: InFlight | None = owner
+        self._crawl = crawl
+
+    def release(self) -> None:
+        if self._owner is not None:
+            self._owner._release(self._crawl)
+            self._owner = None
+
+
+class InFlight:
+    """Per crawl: requests in flight in this process, and fetches waiting, first come first
+    served, for one to finish."""
+
+    def __init__(self) -> None:
+        self._crawls: dict[int, _Crawl] = {}
+
+    def limit(self, crawl_id: int, concurrency: int) -> None:
+        """The crawl's concurrency as its latest plan said (it can be changed while the
+        crawl runs); 0 or less: no limit here."""
+        crawl = self._crawls.setdefault(crawl_id, _Crawl())
+        if crawl.limit != concurrency:
+            crawl.limit = concurrency
+            self._wake(crawl)
+
+    def held(self, crawl_id: int) -> int:
+        crawl = self._crawls.get(crawl_id)
+        return 0 if crawl is None else crawl.held
+
+    async def acquire(self, crawl_id: int) -> Permit:
+        crawl = self._crawls.setdefault(crawl_id, _Crawl())
+        if not crawl.waiting and _room(crawl):
+            crawl.held += 1
+            return Permit(self, crawl)
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        crawl.waiting.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():  # handed a request, then cancelled
+                self._release(crawl)
+            else:
+                crawl.waiting.remove(turn)
+            raise
+        return Permit(self, crawl)
+
+    def _release(self, crawl: _Crawl) -> None:
+        crawl.held -= 1
+        self._wake(crawl)
+
+    def _wake(self, crawl: _Crawl) -> None:
+        while crawl.waiting and _room(crawl):
+            turn = crawl.waiting.popleft()
+            if not turn.done():
+                crawl.held += 1  # handed over: counted before the waiter runs
+                turn.set_result(None)
+
+
+def _room(crawl: _Crawl) -> bool:
+    return crawl.limit <= 0 or crawl.held < crawl.limit
