@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -71,6 +72,32 @@ def test_a_batch_plans_as_the_same_asks_one_after_another(
         store, [_ask(crawl_id, PAGES[4], done), _ask(crawl_id, PAGES[5])]
     )
     assert [p.action for p in then] == ["fetch", "fetch"], "finished requests freed first"
+
+
+def test_a_plan_that_waited_for_the_host_counts_the_slots_taken_meanwhile(
+    db_url: str, store: Store, clock: FakeClock, crawl_id: int
+) -> None:
+    """The slots in use are read once the host's row is granted: a plan queued behind
+    another process's transaction sees the slots that transaction took, and does not go
+    past the host's two."""
+    host_key, crawl_key = "host:a.test", f"crawl:{crawl_id}"
+    with store.write():
+        store.crawls.host("a.test")  # the row exists, as it does once a host was seen
+    plans: list[Plan] = []
+
+    def other_process() -> None:
+        with Store(db_url, clock=clock) as other:
+            plans.extend(Gate(random.Random(1)).begin_many(other, [_ask(crawl_id, PAGES[2])]))
+
+    with store.write(soft=True):
+        store.crawls.host("a.test")  # locked on PostgreSQL; SQLite's writer lock is held
+        for url in PAGES[:2]:
+            store.crawls.take([host_key, crawl_key], page_id(crawl_id, url), 1, clock.now + 60)
+        planner = threading.Thread(target=other_process)
+        planner.start()
+        time.sleep(0.5)  # the planner is waiting for this transaction by now
+    planner.join(10)
+    assert [p.action for p in plans] == ["defer"], "a third request went to a host of two"
 
 
 class _Ctx:
