@@ -4,8 +4,10 @@ end within their timeouts, and sub-requests keep the host's politeness."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,7 @@ from trawl.crawl import operations, urls
 from trawl.crawl.browser.capture import Timing
 from trawl.crawl.browser.chromium import ENV
 from trawl.crawl.browser.pool import Browsers
+from trawl.crawl.inflight import SLOTS_PER_REQUEST
 from trawl.crawl.options import Options
 from trawl.crawl.rules import make_rule
 from trawl.store.store import Store
@@ -114,6 +117,36 @@ def test_browser_finds_js_links_at_their_depth_and_archives_every_request(
         assert record.rec_type == "resource"
         assert record.rec_headers.get_header("WARC-Target-URI") == root
         assert record.content_stream().read().startswith(b"\x89PNG")
+
+
+def test_the_crawl_concurrency_bounds_the_tabs_whatever_the_worker_slots(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rendered page keeps its request of the crawl's concurrency through the render, so
+    a worker with twice the slots (as `trawl crawl` runs one) opens no more tabs."""
+    tab, now, peak = Browsers.tab, [0], [0]
+
+    @contextlib.asynccontextmanager
+    async def counted(self: Browsers, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        now[0] += 1
+        peak[0] = max(peak[0], now[0])
+        try:
+            async with tab(self, *args, **kwargs) as page:
+                yield page
+        finally:
+            now[0] -= 1
+
+    monkeypatch.setattr(Browsers, "tab", counted)
+    options = Options(browser=True, timeout=10.0, idle_wait=0.5)
+    with JsSite() as site:
+        seeds = (site.url("/"),)
+        crawl_id = site_crawl.create(
+            sqlite_url, None, seeds=seeds, depth=3, options=options, concurrency=2
+        )
+        progress = site_crawl.run(sqlite_url, crawl_id, concurrency=2 * SLOTS_PER_REQUEST)
+    assert progress.status == "FINISHED"
+    assert progress.done > 4
+    assert peak[0] == 2, f"{peak[0]} tabs open at once for a crawl of concurrency 2"
 
 
 def test_hostile_pages_end_within_their_timeouts(sqlite_url: str, tmp_path: Path) -> None:

@@ -198,9 +198,8 @@ async def _fetch(
             return None
         raise
     rt.finished.append((ctx.id, ctx.attempt))
-    permit.release()  # the request is done: parsing and archiving need no request slot
     try:
-        return await _handle(ctx, rt, plan, crawl_id, url, resp, record)
+        return await _handle(ctx, rt, plan, crawl_id, url, resp, record, permit)
     finally:
         resp.exchange.body.close()
 
@@ -213,13 +212,17 @@ async def _handle(
     url: str,
     resp: Response,
     record: dict[str, Any],
+    permit: Permit,
 ) -> dict[str, Any] | None:
     r = _ready(plan)
     chain = int(ctx.data.get("redirects", 0)) + 1 if 300 <= resp.status < 400 else 0
     too_long = chain > r.options.max_redirects
     browser = None
     if not too_long and rendering.renders(r.options, r.settings, resp):
+        # A rendered page keeps its request through the render and its sub-requests: the
+        # crawl's concurrency also bounds the browser's tabs, whatever the worker's slots.
         browser = await _render(ctx, rt, r, url, resp, record)
+    permit.release()  # parsing and archiving need no request of the crawl's
     links = browser.links if browser is not None else None
     known = await rt.first_copy(ctx, r.crawl, resp) if r.options.warc else None
 
