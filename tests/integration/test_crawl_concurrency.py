@@ -37,3 +37,20 @@ def test_requests_in_flight_reach_the_concurrency_and_never_pass_it(
     assert server.busiest == concurrency, f"at most {server.busiest} requests answered at once"
     # No page was deferred for want of a request slot: each job ran one attempt.
     assert _attempts(db_url) == {1}
+
+
+def test_on_a_slow_site_pages_beyond_the_concurrency_step_back_and_all_are_fetched(
+    sqlite_url: str,
+) -> None:
+    # Each answer takes longer than a fetch waits for a request (politeness.HOLD): the
+    # pages queued behind the one request out are deferred, not timed out, and come back.
+    site = random_graph(6, seed=3, out_degree=3)
+    with SiteServer(site, Script(latency=1.2), hosts=2) as server:
+        options = Options(robots=False, timeout=5.0)
+        crawl_id = site_crawl.create(sqlite_url, server, depth=8, options=options, concurrency=1)
+        progress = site_crawl.run(sqlite_url, crawl_id, concurrency=4)
+    assert progress.status == "FINISHED"
+    assert progress.done == len(site.truth(8))
+    assert progress.failed == 0
+    assert server.busiest == 1
+    assert max(_attempts(sqlite_url)) > 1, "no page waited long enough to step back"

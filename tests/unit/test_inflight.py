@@ -94,3 +94,17 @@ def test_a_cancelled_waiter_neither_keeps_nor_loses_a_request(handed_first: bool
         assert await asyncio.wait_for(in_flight.acquire(1), 1)
 
     asyncio.run(scenario())
+
+
+def test_a_fetch_waits_at_most_its_time_then_steps_back_leaving_the_queue_clean() -> None:
+    async def scenario() -> None:
+        in_flight = InFlight()
+        in_flight.limit(1, 1)
+        held = await in_flight.acquire(1)
+        assert await in_flight.acquire(1, within=0.05) is None  # the request stayed out
+        later = await _waiting(in_flight, 1)
+        held.release()  # goes to the fetch still waiting, not the one that gave up
+        assert (await asyncio.wait_for(later, 1)) is not None
+        assert in_flight.held(1) == 1
+
+    asyncio.run(scenario())

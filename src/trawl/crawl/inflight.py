@@ -14,6 +14,7 @@ asking for more than the crawl allows.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 
 SLOTS_PER_REQUEST = 2  # worker slots `trawl crawl` runs per request the crawl allows
@@ -63,7 +64,11 @@ class InFlight:
         crawl = self._crawls.get(crawl_id)
         return 0 if crawl is None else crawl.held
 
-    async def acquire(self, crawl_id: int) -> Permit:
+    async def acquire(self, crawl_id: int, within: float | None = None) -> Permit | None:
+        """A request of the crawl's, once one is free; ``None`` if none came *within* that
+        many seconds (the fetch then steps back as the gate would have had it: a worker
+        with many more slots than the crawl's concurrency on a slow site must not have its
+        pages time out in this queue)."""
         crawl = self._crawls.setdefault(crawl_id, _Crawl())
         if not crawl.waiting and _room(crawl):
             crawl.held += 1
@@ -71,12 +76,18 @@ class InFlight:
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         crawl.waiting.append(turn)
         try:
-            await turn
+            async with asyncio.timeout(within):
+                await turn
+        except TimeoutError:
+            if turn.done() and not turn.cancelled():  # handed one as the time ran out
+                return Permit(self, crawl)
+            _forget(crawl, turn)
+            return None
         except asyncio.CancelledError:
             if turn.done() and not turn.cancelled():  # handed a request, then cancelled
                 self._release(crawl)
             else:
-                crawl.waiting.remove(turn)
+                _forget(crawl, turn)
             raise
         return Permit(self, crawl)
 
@@ -90,6 +101,11 @@ class InFlight:
             if not turn.done():
                 crawl.held += 1  # handed over: counted before the waiter runs
                 turn.set_result(None)
+
+
+def _forget(crawl: _Crawl, turn: asyncio.Future[None]) -> None:
+    with contextlib.suppress(ValueError):  # already taken off by a release that skipped it
+        crawl.waiting.remove(turn)
 
 
 def _room(crawl: _Crawl) -> bool:

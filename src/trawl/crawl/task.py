@@ -7,6 +7,7 @@ record, the slots it held, a host block, the payload digest and the links it fou
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,8 @@ from trawl.crawl.options import Options
 from trawl.crawl.outcomes import Fetched, Parked, Skipped
 from trawl.crawl.pacing import latest_send
 from trawl.crawl.politeness import (
+    BUSY_RETRY,
+    HOLD,
     SLACK,
     Plan,
     capped_delay,
@@ -69,7 +72,10 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
     for _ in range(3):
         # A request of the crawl's concurrency in this process before the gate is asked
         # (crawl/inflight.py); given back once the request is done, whatever the plan.
-        permit = await rt.in_flight.acquire(crawl_id)
+        permit = await rt.in_flight.acquire(crawl_id, within=HOLD)
+        if permit is None:  # the crawl's requests are all out here, and stay out
+            ctx.defer(time.time() + BUSY_RETRY * random.uniform(1.0, 2.0))
+            return None
         try:
             plan = await rt.port.begin(ctx, crawl_id, url, rt.take_finished())
             if plan.crawl is not None:
