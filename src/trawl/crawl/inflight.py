@@ -1,8 +1,9 @@
 """Requests a worker process has in flight per crawl, kept to the crawl's concurrency.
 
 A crawl's concurrency counts requests in flight, but a page's job also waits for its plan,
-is parsed, archived and committed: with one worker slot a request, most slots were doing
-something else and a crawl at ``--concurrency 16`` had about eight requests out. So a
+is parsed, archived and committed: with one worker slot a request, a crawl of the demo
+site at ``--concurrency 16`` had on average eight of its sixteen slots busy, fewer of them
+with a request out. So a
 worker running a crawl has more slots than the crawl has requests (``trawl crawl`` gives it
 :data:`SLOTS_PER_REQUEST` a request), and its fetches queue here for a request before they
 ask the politeness gate for one: the gate, which counts every process's requests, would
