@@ -100,6 +100,31 @@ def test_a_plan_that_waited_for_the_host_counts_the_slots_taken_meanwhile(
     assert [p.action for p in plans] == ["defer"], "a third request went to a host of two"
 
 
+def test_planners_racing_for_one_host_keep_its_slots_and_its_spacing(
+    db_url: str, clock: FakeClock, crawl_id: int
+) -> None:
+    """Six processes ask at the same moment for six pages of a host of two slots, a
+    delay of 0.5 s: two fetch, their starts 0.5 s apart, the other four defer."""
+    ready = threading.Barrier(len(PAGES))
+    plans: list[Plan] = []
+
+    def planner(url: str) -> None:
+        with Store(db_url, clock=clock) as other:
+            other.crawls.get(crawl_id)  # connected before the race starts
+            ready.wait(10)
+            plans.extend(Gate(random.Random(1)).begin_many(other, [_ask(crawl_id, url)]))
+
+    threads = [threading.Thread(target=planner, args=(url,)) for url in PAGES]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    fetches = sorted(p.start_at for p in plans if p.action == "fetch")
+    assert len(plans) == len(PAGES)
+    assert len(fetches) == 2, [p.action for p in plans]
+    assert fetches[1] - fetches[0] >= 0.5
+
+
 class _Ctx:
     """What the batcher needs of a task's context: its page and the database thread."""
 

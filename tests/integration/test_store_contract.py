@@ -499,6 +499,30 @@ def test_a_sent_statement_that_fails_fails_its_transaction_and_writes_nothing(
     assert store.get_item("sku:2") is not None
 
 
+def test_rows_fetched_later_arrive_with_the_commit_in_order(store: Store) -> None:
+    products(store, "sku:1")
+    with sql_statements() as seen, store.db.write():
+        store.db.send(_ADD_TAG, {"item_id": "sku:1", "name": "queued"})
+        before = store.db.fetch_later(_COUNT_TAGS, {"item_id": "sku:1"})
+        store.db.send(_ADD_TAG, {"item_id": "sku:1", "name": "fetched"})
+        after = store.db.fetch_later(_COUNT_TAGS, {"item_id": "sku:1"})
+    # Each saw what was sent before it; on PostgreSQL all of it went out with the COMMIT.
+    assert (before, after) == ([(2,)], [(3,)])
+    if not store.db.is_sqlite:
+        assert [s.split()[0].upper() for s in seen][-1] == "COMMIT"
+
+
+def test_rows_fetched_later_of_a_failed_transaction_never_arrive(store: Store) -> None:
+    products(store, "sku:1")
+    duplicate = pytest.raises(DataRejected, match=r"(?i)refused a value: .*(unique|duplicate)")
+    rows: list[object] = []
+    with duplicate, store.db.write():
+        store.db.send(_ADD_TAG, {"item_id": "sku:1", "name": "product"})  # already there
+        rows = store.db.fetch_later(_COUNT_TAGS, {"item_id": "sku:1"})
+    assert rows == []
+    assert set(view_tags(store, "sku:1")) == {"product"}
+
+
 def view_tags(store: Store, item_id: str) -> dict[str, str | None]:
     view = store.get_item(item_id)
     assert view is not None

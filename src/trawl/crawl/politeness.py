@@ -5,6 +5,13 @@ Retry-After); requests in flight are slot rows per host and per crawl. A fetch r
 next start (moving the host's ``next_at`` on by the delay) and slots, then sleeps until its
 start; when the start is far off it takes nothing and the job moves only its ``due_at``
 (``ctx.defer``), so a throttled host never holds a worker slot that other hosts could use.
+
+On SQLite (one writer at a time) the gate reads the host and its slots, decides and writes.
+On PostgreSQL many processes share a host's row, and a lock held across round trips to a
+busy Python process made them wait for each other (two processes on one host crawled at
+half the speed of one): there each reservation is one statement (store/crawls.py,
+``_RESERVE_POSTGRES``) sent with the COMMIT, the same rules in SQL, and the plan is read
+from what it found after the transaction is over.
 """
 
 from __future__ import annotations
@@ -61,8 +68,8 @@ class Ask:
 
 
 class _Tables:
-    """The gate's reads within one transaction, each row read once: the crawl, a host's
-    row (locked on PostgreSQL), and slots in use, which this transaction's takes raise."""
+    """The gate's reads within one transaction, each row read once: the crawl, and on
+    SQLite a host's row and the slots in use, which this transaction's takes raise."""
 
     def __init__(self, t: CrawlTables, known_hosts: set[str]) -> None:
         self.t = t
@@ -131,6 +138,8 @@ class Gate:
         """Plan several attempts in one transaction, in order, as :meth:`begin` would one
         after another: each sees the starts and slots the ones before it took."""
         tables = store.crawls
+        postgres = not store.db.is_sqlite
+        rows: list[list[Any]] = []
         with store.write(soft=True):
             for ask in asks:
                 for done_item, done_attempt in ask.finished:
@@ -139,9 +148,21 @@ class Gate:
             view = _Tables(tables, self._hosts)
             if self._rng.random() < 0.01 * len(asks):
                 tables.purge_slots(now)
-            return [self._begin(view, now, ask, browser=browser) for ask in asks]
+            made: list[Plan | _Wanted] = []
+            for ask in asks:
+                planned = self._begin(view, now, ask, browser=browser)
+                if isinstance(planned, _Wanted) and not postgres:
+                    planned = self._reserve(view, now, planned)
+                made.append(planned)
+            wanted = [w for w in made if isinstance(w, _Wanted)]
+            if wanted:  # PostgreSQL: reserved by the server, read after the COMMIT
+                tables.lock_hosts(list({w.host for w in wanted}), known=self._hosts)
+                self._hosts.update(w.host for w in wanted)
+                rows = [tables.reserve_later(w.params(now)) for w in wanted]
+        found = iter(rows)
+        return [self._reserved(now, p, next(found)) if isinstance(p, _Wanted) else p for p in made]
 
-    def _begin(self, t: _Tables, now: float, ask: Ask, *, browser: bool = True) -> Plan:
+    def _begin(self, t: _Tables, now: float, ask: Ask, *, browser: bool = True) -> Plan | _Wanted:
         crawl = t.crawl(ask.crawl_id)
         if crawl is None:
             return Plan(action="skip", reason="gone")
@@ -170,31 +191,54 @@ class Gate:
             else:
                 delay = max(delay, capped_delay(robots, settings.user_agent, options))
         planned = _with(base, options=options, action=action)
-        return self._reserve(t, now, planned, host, delay, ask)
+        return _Wanted(planned, crawl, options, host, delay, ask)
 
-    def _reserve(
-        self, t: _Tables, now: float, plan: Plan, host: str, delay: float, ask: Ask
-    ) -> Plan:
-        crawl, options = plan.crawl, plan.options
-        if crawl is None or options is None:
-            raise RuntimeError(f"an incomplete plan: {plan}")
-        next_at, blocked, errors = t.host(host)
+    def _reserve(self, t: _Tables, now: float, w: _Wanted) -> Plan:
+        """SQLite (one writer at a time): read the host and its slots, decide, reserve."""
+        next_at, blocked, errors = t.host(w.host)
+        held = dict.fromkeys(w.keys, 0)
+        if (blocked is None or blocked <= now) and w.crawl.concurrency > 0:
+            held = t.held(w.keys, now)
+        decided = self._decide(now, w, next_at, blocked, held[w.keys[0]], held[w.keys[1]])
+        if isinstance(decided, Plan):
+            return decided
+        t.set_next(w.host, decided + w.step)
+        t.take(w.keys, w.ask.item_id, w.ask.attempt, decided + w.span)
+        return w.fetch(decided, errors)
+
+    def _reserved(self, now: float, w: _Wanted, rows: list[Any]) -> Plan:
+        """PostgreSQL: the plan from what the server read and whether it reserved."""
+        next_at, blocked, errors, on_host, on_crawl, start = rows[0]
+        if start is not None:
+            return w.fetch(float(start), int(errors))
+        decided = self._decide(now, w, float(next_at), blocked, int(on_host), int(on_crawl))
+        if isinstance(decided, Plan):
+            return decided
+        # The server's arithmetic said no where Python's says yes (a start at HOLD exactly):
+        # take the server's word; nothing was reserved.
+        return _defer(w.plan, now + BUSY_RETRY)
+
+    def _decide(
+        self,
+        now: float,
+        w: _Wanted,
+        next_at: float,
+        blocked: float | None,
+        on_host: int,
+        on_crawl: int,
+    ) -> Plan | float:
+        """A deferral, or the start to reserve: the same rules as _RESERVE_POSTGRES."""
+        plan, delay, crawl = w.plan, w.delay, w.crawl
         if blocked is not None and blocked > now:
             return _defer(plan, blocked + self._rng.uniform(0, max(delay, 0.5)))
         if crawl.concurrency <= 0:
             return _defer(plan, now + PAUSED_RETRY)
-        per_host = options.per_host or crawl.concurrency
-        keys = (f"host:{host}", f"crawl:{crawl.id}")
-        held = t.held(keys, now)
-        if held[keys[0]] >= per_host or held[keys[1]] >= crawl.concurrency:
+        if on_host >= w.per_host or on_crawl >= crawl.concurrency:
             return _defer(plan, now + max(delay, BUSY_RETRY) * self._rng.uniform(1.0, 2.0))
         start = max(now, next_at)
         if start - now > HOLD:
             return _defer(plan, start + self._rng.uniform(0, max(delay, 0.1)))
-        t.set_next(host, start + delay + (min(SLACK, delay / 10) if delay else 0.0))
-        t.take(keys, ask.item_id, ask.attempt, start + options.timeout + SLOT_MARGIN)
-        action = "robots" if plan.action == "robots" else "fetch"
-        return _with(plan, action=action, start_at=start, host_errors=errors)
+        return start
 
     def ruleset(self, t: CrawlTables, crawl: CrawlRow) -> Ruleset:
         key = (crawl.id, crawl.ruleset)
@@ -220,6 +264,56 @@ class Gate:
 
     def learned_robots(self, host: str, robots: Robots) -> None:
         self._robots[host] = (robots, robots.expires(time.time()))
+
+
+@dataclass(frozen=True, slots=True)
+class _Wanted:
+    """An attempt that may fetch if its host and crawl have room: the reservation asked."""
+
+    plan: Plan
+    crawl: CrawlRow
+    options: Options
+    host: str
+    delay: float
+    ask: Ask
+
+    @property
+    def keys(self) -> tuple[str, str]:
+        return (f"host:{self.host}", f"crawl:{self.crawl.id}")
+
+    @property
+    def per_host(self) -> int:
+        return self.options.per_host or self.crawl.concurrency
+
+    @property
+    def step(self) -> float:
+        """How far the host's next start moves past this one."""
+        return self.delay + (min(SLACK, self.delay / 10) if self.delay else 0.0)
+
+    @property
+    def span(self) -> float:
+        """How long after its start the slot counts at most."""
+        return self.options.timeout + SLOT_MARGIN
+
+    def params(self, now: float) -> dict[str, Any]:
+        host_key, crawl_key = self.keys
+        return {
+            "host": self.host,
+            "host_key": host_key,
+            "crawl_key": crawl_key,
+            "now": now,
+            "concurrency": self.crawl.concurrency,
+            "per_host": self.per_host,
+            "hold": HOLD,
+            "step": self.step,
+            "span": self.span,
+            "item_id": self.ask.item_id,
+            "attempt": self.ask.attempt,
+        }
+
+    def fetch(self, start: float, errors: int) -> Plan:
+        action = "robots" if self.plan.action == "robots" else "fetch"
+        return _with(self.plan, action=action, start_at=start, host_errors=errors)
 
 
 def capped_delay(robots: Robots, agent: str, options: Options) -> float:

@@ -307,6 +307,12 @@ class Database:
     def send_many(self, statement: Statement, rows: Sequence[Params]) -> None:
         self._driver.send_many(self._raw, statement, rows)
 
+    def fetch_later(self, statement: Statement, params: Params | None = None) -> list[Any]:
+        """A statement sent like :meth:`send` whose rows are wanted, but not before the
+        transaction commits: the list returned holds them once the statement has run (on
+        PostgreSQL with the next fetch or the COMMIT, in the same round trip)."""
+        return self._driver.fetch_later(self._raw, statement, params)
+
     def copy(self, table: str, columns: Sequence[Column], rows: Iterable[Sequence[Any]]) -> None:
         """Stream *rows* (tuples in the order of *columns*) into *table*, after what is
         queued: binary ``COPY`` on PostgreSQL, one ``executemany`` on SQLite. The rows are

@@ -239,6 +239,35 @@ _TAKE_SLOT = q(
     " :until) ON CONFLICT (key, item_id) DO UPDATE SET attempt = excluded.attempt,"
     " until = excluded.until"
 )
+# PostgreSQL: a batch of reservations locks its hosts' rows first, all in one statement and
+# in one order (two batches cannot deadlock), then makes each reservation in one statement,
+# read after the COMMIT it travels with: the rows stay locked only while the server works,
+# not across round trips to a busy Python process. Each statement after the lock reads the
+# row and the slots afresh (READ COMMITTED), so it sees what the last holder committed.
+_LOCK_HOSTS = q(
+    "SELECT host FROM crawl_hosts WHERE host = ANY(CAST(:hosts AS text[])) ORDER BY host FOR UPDATE"
+)
+_RESERVE_POSTGRES = q(
+    "WITH h AS (SELECT next_at, blocked_until, errors FROM crawl_hosts WHERE host = :host),"
+    " held AS (SELECT count(*) FILTER (WHERE s.key = :host_key) AS on_host,"
+    " count(*) FILTER (WHERE s.key = :crawl_key) AS on_crawl FROM crawl_slots s JOIN jobs j"
+    f" ON j.item_id = s.item_id AND j.task = '{FETCH_TASK}'"
+    " WHERE s.key IN (:host_key, :crawl_key) AND s.until > :now AND j.status = 'running'"
+    " AND j.attempt = s.attempt),"
+    " go AS (SELECT greatest(CAST(:now AS float8), h.next_at) AS start FROM h, held"
+    " WHERE (h.blocked_until IS NULL OR h.blocked_until <= :now) AND :concurrency > 0"
+    " AND held.on_host < :per_host AND held.on_crawl < :concurrency"
+    " AND greatest(CAST(:now AS float8), h.next_at) - :now <= :hold),"
+    " moved AS (UPDATE crawl_hosts SET next_at = go.start + :step FROM go"
+    " WHERE crawl_hosts.host = :host),"
+    " taken AS (INSERT INTO crawl_slots (key, item_id, attempt, until)"
+    " SELECT k, :item_id, :attempt, go.start + :span FROM go,"
+    " unnest(CAST(ARRAY[:host_key, :crawl_key] AS text[])) AS k"
+    " ON CONFLICT (key, item_id) DO UPDATE SET attempt = excluded.attempt,"
+    " until = excluded.until)"
+    " SELECT h.next_at, h.blocked_until, h.errors, held.on_host, held.on_crawl, go.start"
+    " FROM h CROSS JOIN held LEFT JOIN go ON true"
+)
 _RELEASE = q("DELETE FROM crawl_slots WHERE item_id = :item_id AND attempt = :attempt")
 _PURGE_SLOTS = q("DELETE FROM crawl_slots WHERE until < :now")
 
@@ -532,6 +561,21 @@ class CrawlTables:
     def take(self, keys: Sequence[str], item_id: str, attempt: int, until: float) -> None:
         rows = [{"key": k, "item_id": item_id, "attempt": attempt, "until": until} for k in keys]
         self.db.send_many(_TAKE_SLOT, rows)
+
+    def lock_hosts(self, hosts: Sequence[str], *, known: set[str]) -> None:
+        """PostgreSQL: lock *hosts*' rows (made first where not in *known*), in one order."""
+        for host in hosts:
+            if host not in known:
+                self.db.send(_HOST_INIT, {"host": host})
+        self.db.send(_LOCK_HOSTS, {"hosts": sorted(hosts)})
+
+    def reserve_later(self, params: dict[str, Any]) -> list[Any]:
+        """PostgreSQL, after :meth:`lock_hosts`: the next start on a host and a slot per key
+        in one statement, if the host is free, its and the crawl's slots not all in use and
+        the start within ``hold``. Its row, filled once the statement has run: the host's
+        (next start, blocked until, errors) and the slots in use (host, crawl) before it,
+        and the start it reserved (``None``: it reserved nothing)."""
+        return self.db.fetch_later(_RESERVE_POSTGRES, params)
 
     def release(self, item_id: str, attempt: int) -> None:
         self.db.send(_RELEASE, {"item_id": item_id, "attempt": attempt})

@@ -41,7 +41,7 @@ class HotPath:
         cls: Any = type(dialect)
         self._compiler: sa.Dialect = dialect if named else cls(paramstyle="named")
         self._compiled: dict[sa.TextClause, str] = {}
-        self._queue: list[tuple[str, Any, bool]] = []
+        self._queue: list[tuple[str, Any, bool, list[Any] | None]] = []
 
     def sql(self, statement: Statement) -> str:
         if isinstance(statement, str):
@@ -62,6 +62,17 @@ class HotPath:
     def send_many(self, raw: Any, statement: Statement, rows: Sequence[Params]) -> None:
         if rows:
             self._put(raw, self.sql(statement), [dict(r) for r in rows], many=True)
+
+    def fetch_later(
+        self, raw: Any, statement: Statement, params: Params | None = None
+    ) -> list[Any]:
+        """Queue a statement like :meth:`send`, and return the list its rows will be put in
+        once it has run: when the pipeline goes out (with the next fetch, or the COMMIT) on
+        PostgreSQL, now on SQLite. Results read only after the COMMIT cost no round trip of
+        their own, and a lock the statement takes is held only while the server works."""
+        rows: list[Any] = []
+        self._put(raw, self.sql(statement), dict(params or {}), many=False, into=rows)
+        return rows
 
     def copy(
         self, raw: Any, table: str, columns: Sequence[Column], rows: Iterable[Sequence[Any]]
@@ -98,25 +109,36 @@ class HotPath:
         """Forget what is queued (the transaction is being rolled back anyway)."""
         self._queue.clear()
 
-    def _put(self, raw: Any, sql: str, params: Any, *, many: bool) -> None:
+    def _put(
+        self, raw: Any, sql: str, params: Any, *, many: bool, into: list[Any] | None = None
+    ) -> None:
         if self.pipelined:
-            self._queue.append((sql, params, many))
+            self._queue.append((sql, params, many, into))
             return
         try:
-            _execute(raw.cursor(), sql, params, many=many).close()
+            cursor = _execute(raw.cursor(), sql, params, many=many)
+            if into is not None and cursor.description is not None:
+                into.extend(cursor.fetchall())
+            cursor.close()
         except self.dialect.loaded_dbapi.Error as error:
             raise self._wrap(raw, sql, params, error) from error
 
     def _run(self, raw: Any, sql: str | None, params: Any) -> list[Any]:
         queued, self._queue = self._queue, []
         last = None
+        wanted: list[tuple[Any, list[Any]]] = []
         try:
             if queued:
                 with raw.pipeline():
-                    for text, values, many in queued:
-                        _execute(raw.cursor(), text, values, many=many)
+                    for text, values, many, into in queued:
+                        cursor = _execute(raw.cursor(), text, values, many=many)
+                        if into is not None:
+                            wanted.append((cursor, into))
                     if sql is not None:
                         last = _execute(raw.cursor(), sql, params, many=False)
+                for cursor, into in wanted:  # the pipeline is synced: every result is here
+                    if cursor.description is not None:
+                        into.extend(cursor.fetchall())
             elif sql is not None:
                 last = _execute(raw.cursor(), sql, params, many=False)
             if last is None or last.description is None:
