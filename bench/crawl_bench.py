@@ -1,7 +1,8 @@
 """bench/crawl: pages per second and peak RSS crawling a generated site, trawl beside peers.
 
 For each site size the site is served by its own process (``python -m trawl.demo.httpd``)
-and crawled to depth 5 by: trawl on SQLite and on PostgreSQL (WARC on), trawl with
+and crawled to depth 5 by: trawl on SQLite and on PostgreSQL (WARC on; on PostgreSQL also
+with ``--processes 2``, two processes sharing the frontier), trawl with
 ``--browser`` (every page rendered in headless Chromium), ``wget -r --warc-file`` and Scrapy
 (breadth-first settings, no WARC: it has none). Each system runs under a wrapper that
 reports its peak RSS (``ru_maxrss`` of the process tree's largest process); the bench also
@@ -194,6 +195,9 @@ def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[
             elif name == "trawl-postgresql":
                 url, cleanup = postgres_url(binary)
                 row = trawl(url, root, place, binary=binary)
+            elif name == "trawl-postgresql-x2":  # two processes on one frontier
+                url, cleanup = postgres_url(binary)
+                row = trawl(url, root, place, "--processes", "2", binary=binary)
             elif name == "wget":
                 row = wget(root, place)
             else:
@@ -243,7 +247,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="the 2,000-page site only")
     parser.add_argument("--sizes", default=None, help="comma-separated site sizes")
     parser.add_argument(
-        "--only", default="trawl-sqlite,trawl-sqlite-nosync,trawl-postgresql,wget,scrapy"
+        "--only",
+        default="trawl-sqlite,trawl-sqlite-nosync,trawl-postgresql,trawl-postgresql-x2,wget,scrapy",
     )  # trawl-browser too: `--only trawl-sqlite,trawl-browser --sizes 500`
     parser.add_argument(
         "--before",

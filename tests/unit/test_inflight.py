@@ -108,3 +108,22 @@ def test_a_fetch_waits_at_most_its_time_then_steps_back_leaving_the_queue_clean(
         assert in_flight.held(1) == 1
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(("share", "concurrency", "mine"), [(2, 5, 3), (3, 16, 6), (4, 2, 1)])
+def test_a_process_sharing_a_crawl_keeps_to_its_part_rounded_up(
+    share: int, concurrency: int, mine: int
+) -> None:
+    async def scenario() -> None:
+        in_flight = InFlight(share)
+        in_flight.limit(1, concurrency)
+        held = [await in_flight.acquire(1) for _ in range(mine)]
+        assert None not in held
+        assert await in_flight.acquire(1, within=0.01) is None
+
+    asyncio.run(scenario())
+
+
+def test_a_share_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="1/N for N >= 1, not 1/0"):
+        InFlight(0)

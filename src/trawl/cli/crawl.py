@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from trawl.cli import crawlview, output, progress
+from trawl.cli import crawlhelpers, crawlview, output, progress
 from trawl.cli.common import (
     allow_hook_option,
     concurrency_option,
@@ -35,6 +35,7 @@ from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
 from trawl.runtime.lock import runtime_dir
 from trawl.store.crawls import FETCH_TASK
+from trawl.store.store import Store
 
 
 class CrawlGroup(click.Group):
@@ -201,6 +202,14 @@ def crawl() -> None:
     is_flag=True,
     help='Work on the crawl in a background process; print {"id": N, "pid": P, "log": PATH}.',
 )
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes working on the crawl: this one and N-1 helpers sharing its frontier"
+    " (PostgreSQL; on SQLite they would only queue for its one writer).",
+)
 @progress_option("a live line")
 @metrics_option
 def start(seeds: tuple[str, ...], **opts: Any) -> None:
@@ -213,6 +222,7 @@ def start(seeds: tuple[str, ...], **opts: Any) -> None:
     spec = _spec(seeds, opts)
     opts["lease"] = rendering.lease_for(spec.options, opts["lease"])
     store = open_store()
+    _check_processes(store, opts["processes"])
     operations.register(store, make_app(lease=opts["lease"]).get(FETCH_TASK).info())
     found = None if opts["new"] else operations.find(store, spec)
     if found is not None:
@@ -226,17 +236,26 @@ def start(seeds: tuple[str, ...], **opts: Any) -> None:
         crawl_id = operations.create(store, spec)
         click.echo(f"crawl {crawl_id} started", err=True)
     if opts["detach"]:
-        pid, log = detach(crawl_id, opts["lease"])
+        pid, log = detach(crawl_id, opts["lease"], opts["processes"])
         output.print_json({"id": crawl_id, "pid": pid, "log": str(log)})
         return
     slots = spec.concurrency * SLOTS_PER_REQUEST
-    work(crawl_id, slots, opts["lease"], opts["show_progress"], opts["metrics"])
+    work(crawl_id, slots, opts["lease"], opts["show_progress"], opts["metrics"], opts["processes"])
 
 
-def detach(crawl_id: int, lease: float) -> tuple[int, Path]:
+def _check_processes(store: Store, processes: int) -> None:
+    if processes > 1 and store.is_sqlite:
+        raise click.UsageError(
+            "--processes: SQLite has one writer at a time, so more processes only wait for"
+            " each other; crawl with one, or on PostgreSQL (--db postgresql://...)"
+        )
+
+
+def detach(crawl_id: int, lease: float, processes: int = 1) -> tuple[int, Path]:
     """Start `trawl crawl resume ID` in a session of its own; returns its pid and log."""
     log = runtime_dir() / f"crawl-{crawl_id}.log"
     argv = ["crawl", "resume", str(crawl_id), "--no-progress", "--lease", f"{lease:g}s"]
+    argv += ["--processes", str(processes)]
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
     with os.fdopen(os.open(log, flags, 0o600), "ab") as sink:
         child = subprocess.Popen(
@@ -300,19 +319,33 @@ def work(
     lease: float,
     show_progress: bool,
     metrics: tuple[str, int] | None = None,
+    processes: int = 1,
+    share: int = 1,
 ) -> operations.Progress:
+    """Work on the crawl with *concurrency* worker slots, in this process and *processes* - 1
+    helpers, each with its part of the slots; *share*: this is a helper, one of that many
+    processes."""
+    url = settings().url
+    share = max(share, processes)
     crawlview.configure_logging()
-    plugins = serve_metrics(metrics)
     fmt = crawlview.live_format()
-    with progress.reporter(show_progress, crawlview.LOG_EVERY, fmt) as on_progress:
+    with (
+        crawlhelpers.helpers(processes - 1, crawl_id, slots=concurrency, lease=lease, url=url),
+        progress.reporter(show_progress, crawlview.LOG_EVERY, fmt) as on_progress,
+    ):
+        plugins = serve_metrics(metrics)
         last = asyncio.run(
             foreground.run(
-                settings().url,
+                url,
                 crawl_id,
-                concurrency=concurrency,
+                concurrency=-(-concurrency // share),
                 lease=lease,
                 on_progress=on_progress,
                 plugins=plugins,
+                share=share,
+                # A helper shows nothing: it counts pages only to see the crawl end, and
+                # each count is a scan of the crawl's pages on the server.
+                every=foreground.EVERY_MAX if processes < share else foreground.EVERY,
             )
         )
     click.echo(crawlview.summary(last))
@@ -412,17 +445,29 @@ def abort(crawl_id: int) -> None:
 @allow_hook_option
 @concurrency_option("Worker slots [default: twice the crawl's concurrency].")
 @lease_option(DEFAULT_LEASE)
+@click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes working on the crawl: this one and N-1 helpers sharing its frontier"
+    " (PostgreSQL; on SQLite they would only queue for its one writer).",
+)
 @progress_option("a live line")
 @metrics_option
+@click.option("--share", type=click.IntRange(min=1), default=1, hidden=True)
 def resume(
     crawl_id: int,
     concurrency: int | None,
     lease: float,
     show_progress: bool,
     metrics: tuple[str, int] | None,
+    processes: int,
+    share: int,
 ) -> None:
     """Resume a crawl (after an abort, a Ctrl-C or a crash) and work on it until finished."""
     store = open_store()
+    _check_processes(store, processes)
     crawl_row = operations.get(store, crawl_id)
     lease = rendering.lease_for(Options.from_json(crawl_row.options), lease)
     operations.register(store, make_app(lease=lease).get(FETCH_TASK).info())
@@ -430,7 +475,7 @@ def resume(
         count = operations.resume(store, crawl_id)
         click.echo(f"crawl {crawl_id} resumed: {output.plural(count, 'page')} due again", err=True)
     slots = concurrency or max(1, crawl_row.concurrency) * SLOTS_PER_REQUEST
-    work(crawl_id, slots, lease, show_progress, metrics)
+    work(crawl_id, slots, lease, show_progress, metrics, processes, share)
 
 
 @crawl.command("concurrency")

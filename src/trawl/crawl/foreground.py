@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 from trawl.crawl import operations, state
 from trawl.crawl.app import make_app
+from trawl.crawl.inflight import InFlight
 from trawl.crawl.operations import Progress
 from trawl.runtime.store_thread import StoreThread
 from trawl.runtime.worker import Worker
@@ -29,16 +30,21 @@ async def run(
     on_progress: OnProgress | None = None,
     grace: float = 10.0,
     plugins: Sequence[object] = (),
+    share: int = 1,
+    every: float = EVERY,
 ) -> Progress:
     """Work on the database's crawls until crawl *crawl_id* is finished or aborted, or a
-    signal stops the worker; returns the crawl's last progress."""
+    signal stops the worker; returns the crawl's last progress. *share*: processes working
+    on the crawl together, this one included (each keeps to its part of the concurrency).
+    *every*: how often, at least, the crawl's pages are counted (the live line's pace)."""
+    state.runtime().in_flight = InFlight(share)
     app = make_app(url, lease=lease)
     app.plugins.extend(plugins)
     worker = Worker(app, url=url, concurrency=concurrency, grace=grace, poll=0.1)
     watcher = StoreThread(Store(url, cache_mib=SMALL_CACHE_MIB))  # reads counts only
     working = asyncio.create_task(worker.run())
     try:
-        last = await _watch(watcher, crawl_id, worker, working, on_progress)
+        last = await _watch(watcher, crawl_id, worker, working, on_progress, every)
         await working
         last = await watcher.call(operations.progress, watcher.store, crawl_id)
     finally:
@@ -59,6 +65,7 @@ async def _watch(
     worker: Worker,
     working: asyncio.Task[int],
     on_progress: OnProgress | None,
+    every: float,
 ) -> Progress:
     while True:
         started = time.monotonic()
@@ -70,6 +77,6 @@ async def _watch(
             worker.stop()
             return last
         # Counting a big crawl's pages takes a while: keep it under a tenth of the time.
-        done, _ = await asyncio.wait([working], timeout=min(EVERY_MAX, max(EVERY, 10 * cost)))
+        done, _ = await asyncio.wait([working], timeout=max(every, min(EVERY_MAX, 10 * cost)))
         if done:
             return last

@@ -9,7 +9,10 @@ worker running a crawl has more slots than the crawl has requests (``trawl crawl
 ask the politeness gate for one: the gate, which counts every process's requests, would
 otherwise refuse the surplus and each refusal is a deferral (a commit, and a claim again
 later). The gate stays the authority across processes; this only keeps one process from
-asking for more than the crawl allows.
+asking for more than the crawl allows. Processes started together on one crawl (``trawl
+crawl --processes N``) each keep to their *share* of it, a N-th rounded up, for the same
+reason: two processes each asking for all sixteen requests of a crawl had half their asks
+refused.
 """
 
 from __future__ import annotations
@@ -50,15 +53,19 @@ class InFlight:
     """Per crawl: requests in flight in this process, and fetches waiting, first come first
     served, for one to finish."""
 
-    def __init__(self) -> None:
+    def __init__(self, share: int = 1) -> None:
+        if share < 1:
+            raise ValueError(f"a process's share of a crawl is 1/N for N >= 1, not 1/{share}")
+        self.share = share  # processes sharing each crawl's requests evenly
         self._crawls: dict[int, _Crawl] = {}
 
     def limit(self, crawl_id: int, concurrency: int) -> None:
         """The crawl's concurrency as its latest plan said (it can be changed while the
         crawl runs); 0 or less: no limit here."""
         crawl = self._crawls.setdefault(crawl_id, _Crawl())
-        if crawl.limit != concurrency:
-            crawl.limit = concurrency
+        mine = -(-concurrency // self.share) if concurrency > 0 else concurrency
+        if crawl.limit != mine:
+            crawl.limit = mine
             self._wake(crawl)
 
     def held(self, crawl_id: int) -> int:
