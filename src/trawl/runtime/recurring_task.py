@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -95,10 +96,15 @@ async def _crawl(ctx: Context, spec: Recurring, last: int | None, db: str) -> di
 
 
 async def _crawl_status(crawl_id: int, db: str) -> str:
+    """The crawl's status, ``GONE`` if it was deleted since. Any other failure (the
+    database out of reach, say) fails this run: taken for "gone", it would start a second
+    crawl beside one still running."""
     try:
         output = await _trawl(("crawl", "show", str(crawl_id), "--json"), db)
-    except ActionFailed:
-        return "GONE"  # deleted since: nothing is running
+    except ActionFailed as error:
+        if re.search(rf"no crawl has the id {crawl_id}\b", str(error)):
+            return "GONE"
+        raise
     return str(_json(output)["status"])
 
 
