@@ -49,6 +49,16 @@ class CrawlGroup(click.Group):
         return super().resolve_command(ctx, args)
 
 
+_processes_option = click.option(
+    "--processes",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Processes working on the crawl: this one and N-1 helpers sharing its frontier"
+    " (PostgreSQL; on SQLite they would only queue for its one writer).",
+)
+
+
 @click.group("crawl", cls=CrawlGroup)
 def crawl() -> None:
     """Crawl sites into WARC files: `trawl crawl URL... [options]` starts (or
@@ -202,14 +212,7 @@ def crawl() -> None:
     is_flag=True,
     help='Work on the crawl in a background process; print {"id": N, "pid": P, "log": PATH}.',
 )
-@click.option(
-    "--processes",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Processes working on the crawl: this one and N-1 helpers sharing its frontier"
-    " (PostgreSQL; on SQLite they would only queue for its one writer).",
-)
+@_processes_option
 @progress_option("a live line")
 @metrics_option
 def start(seeds: tuple[str, ...], **opts: Any) -> None:
@@ -445,14 +448,7 @@ def abort(crawl_id: int) -> None:
 @allow_hook_option
 @concurrency_option("Worker slots [default: twice the crawl's concurrency].")
 @lease_option(DEFAULT_LEASE)
-@click.option(
-    "--processes",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Processes working on the crawl: this one and N-1 helpers sharing its frontier"
-    " (PostgreSQL; on SQLite they would only queue for its one writer).",
-)
+@_processes_option
 @progress_option("a live line")
 @metrics_option
 @click.option("--share", type=click.IntRange(min=1), default=1, hidden=True)
