@@ -22,7 +22,7 @@ from trawl.crawl.politeness import Ask, Gate, Plan
 from trawl.crawl.port import Batcher
 from trawl.crawl.urls import page_id
 from trawl.runtime.store_thread import StoreThread
-from trawl.store.crawls import FETCH_TASK
+from trawl.store.crawls import FETCH_TASK, CrawlTables
 from trawl.store.store import Store
 
 T = TypeVar("T")
@@ -123,6 +123,31 @@ def test_planners_racing_for_one_host_keep_its_slots_and_its_spacing(
     assert len(plans) == len(PAGES)
     assert len(fetches) == 2, [p.action for p in plans]
     assert fetches[1] - fetches[0] >= 0.5
+
+
+def test_a_plan_rolled_back_leaves_no_host_taken_for_known(
+    store: Store, crawl_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first plan on a host makes its row; if that transaction rolls back, the row is
+    gone, and the next plan must make it again rather than trust it exists."""
+    gate = Gate(random.Random(1))
+    failures = iter([RuntimeError("the connection dropped")])
+
+    def fail_once(original: Callable[..., T]) -> Callable[..., T]:
+        def wrapper(*args: Any, **kwargs: Any) -> T:
+            error = next(failures, None)
+            if error is not None:
+                raise error
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    for name in ("held", "reserve_later"):  # SQLite's path, PostgreSQL's
+        monkeypatch.setattr(CrawlTables, name, fail_once(getattr(CrawlTables, name)))
+    with pytest.raises(RuntimeError, match="dropped"):
+        gate.begin_many(store, [_ask(crawl_id, PAGES[0])])
+    (plan,) = gate.begin_many(store, [_ask(crawl_id, PAGES[0])])
+    assert plan.action == "fetch"
 
 
 class _Ctx:

@@ -74,6 +74,9 @@ class _Tables:
     def __init__(self, t: CrawlTables, known_hosts: set[str]) -> None:
         self.t = t
         self._known = known_hosts
+        # Hosts whose row this transaction made sure of: known once it commits, not before
+        # (rolled back, the row it inserted is gone again).
+        self.learned: set[str] = set()
         self._crawls: dict[int, CrawlRow | None] = {}
         self._hosts: dict[str, tuple[float, float | None, int]] = {}
         self._held: dict[str, int] = {}
@@ -86,8 +89,9 @@ class _Tables:
     def host(self, host: str) -> tuple[float, float | None, int]:
         found = self._hosts.get(host)
         if found is None:
-            found = self._hosts[host] = self.t.host(host, known=host in self._known)
-            self._known.add(host)
+            known = host in self._known or host in self.learned
+            found = self._hosts[host] = self.t.host(host, known=known)
+            self.learned.add(host)
         return found
 
     def held(self, keys: tuple[str, str], now: float) -> dict[str, int]:
@@ -157,8 +161,9 @@ class Gate:
             wanted = [w for w in made if isinstance(w, _Wanted)]
             if wanted:  # PostgreSQL: reserved by the server, read after the COMMIT
                 tables.lock_hosts(list({w.host for w in wanted}), known=self._hosts)
-                self._hosts.update(w.host for w in wanted)
+                view.learned.update(w.host for w in wanted)
                 rows = [tables.reserve_later(w.params(now)) for w in wanted]
+        self._hosts |= view.learned
         found = iter(rows)
         return [self._reserved(now, p, next(found)) if isinstance(p, _Wanted) else p for p in made]
 
