@@ -17,6 +17,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from tests.support import site_crawl
+from tests.support.crawl_rows import crawl_row
 from trawl.crawl import state, warc
 from trawl.crawl.client import Response
 from trawl.crawl.options import Options
@@ -24,7 +25,6 @@ from trawl.crawl.outcomes import Fetched
 from trawl.crawl.warc import Exchange
 from trawl.demo.httpd import SiteServer
 from trawl.demo.site import generate
-from trawl.store.crawls import CrawlRow
 
 
 @pytest.mark.parametrize("remembered", [state.RECENT_PAYLOADS, 1])
@@ -127,21 +127,7 @@ def test_first_copies_come_from_the_crawls_committed_payloads_past_recent_ones(
     port = _Committed()
     rt = state.ProcessState(port=port)  # type: ignore[arg-type]
     options = Options(warc=str(tmp_path / "x.warc.gz"))
-    crawl = CrawlRow(
-        id=1,
-        spec=None,
-        seeds=[],
-        depth_limit=None,
-        niceness=0,
-        concurrency=1,
-        tag=None,
-        created_by=None,
-        note=None,
-        aborted=False,
-        ruleset=1,
-        options=options.to_json(),
-        created_at=0.0,
-    )
+    crawl = crawl_row(1, options.to_json(), seeds=[])
 
     async def main() -> list[tuple[bool, bool]]:
         out = []

@@ -6,6 +6,7 @@ import io
 
 import pytest
 
+from tests.support.crawl_rows import crawl_row
 from trawl.crawl import task
 from trawl.crawl.blocks import retry_after
 from trawl.crawl.client import Response
@@ -16,7 +17,6 @@ from trawl.crawl.rules import DEFAULT_USER_AGENT, Ruleset, make_rule
 from trawl.crawl.urls import canonical
 from trawl.crawl.warc import Exchange
 from trawl.model.errors import InvalidInput
-from trawl.store.crawls import CrawlRow
 
 
 @pytest.mark.parametrize(
@@ -141,28 +141,10 @@ def test_only_small_plain_pages_are_parsed_on_the_event_loop(
     assert page.exchange.body.read() == body, "the body is read from its start again"
 
 
-def _row(crawl_id: int, options: dict[str, object]) -> CrawlRow:
-    return CrawlRow(
-        id=crawl_id,
-        spec=None,
-        seeds=["http://a.test/"],
-        depth_limit=None,
-        niceness=0,
-        concurrency=1,
-        tag=None,
-        created_by=None,
-        note=None,
-        aborted=False,
-        ruleset=1,
-        options=options,
-        created_at=0.0,
-    )
-
-
 def test_a_crawls_options_are_parsed_again_once_they_change() -> None:
     stored = Options(delay=0.5).to_json()
-    first = options_of(_row(7, stored))
-    assert options_of(_row(7, dict(stored))) is first  # unchanged: the parse is kept
+    first = options_of(crawl_row(7, stored))
+    assert options_of(crawl_row(7, dict(stored))) is first  # unchanged: the parse is kept
     stored["delay"] = 2.0  # a row read after the options were edited, or edited in place
-    assert options_of(_row(7, stored)).delay == 2.0
-    assert options_of(_row(8, Options().to_json())).delay == 0.0  # crawls apart
+    assert options_of(crawl_row(7, stored)).delay == 2.0
+    assert options_of(crawl_row(8, Options().to_json())).delay == 0.0  # crawls apart
