@@ -14,11 +14,12 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.integration.helpers import FakeClock
+from tests.support.crawl_rows import crawl_row
 from trawl.crawl import operations
 from trawl.crawl.app import make_app
 from trawl.crawl.frontier import Found, discover
-from trawl.crawl.options import Options
-from trawl.crawl.politeness import Ask, Gate, Plan
+from trawl.crawl.options import Options, options_of
+from trawl.crawl.politeness import BUSY_RETRY, Ask, Gate, Plan, _Wanted
 from trawl.crawl.port import Batcher
 from trawl.crawl.urls import page_id
 from trawl.runtime.store_thread import StoreThread
@@ -148,6 +149,20 @@ def test_a_plan_rolled_back_leaves_no_host_taken_for_known(
         gate.begin_many(store, [_ask(crawl_id, PAGES[0])])
     (plan,) = gate.begin_many(store, [_ask(crawl_id, PAGES[0])])
     assert plan.action == "fetch"
+
+
+def test_a_reservation_the_server_made_nothing_of_is_never_a_fetch(crawl_id: int) -> None:
+    """PostgreSQL's reservation said nothing was reserved while the values it read pass
+    every rule (the two sides' arithmetic apart): the page steps back, it does not fetch
+    on a start nobody reserved."""
+    crawl = crawl_row(crawl_id, Options(robots=False, delay=0.5).to_json())
+    options = options_of(crawl)
+    plan = Plan(action="fetch", crawl=crawl, options=options)
+    wanted = _Wanted(plan, crawl, options, "a.test", 0.5, _ask(crawl_id, PAGES[0]))
+    now = 1000.0
+    free = (now, None, 0, 0, 0, None)  # next start now, no block, no slot in use
+    made = Gate(random.Random(1))._reserved(now, wanted, [free])
+    assert (made.action, made.until) == ("defer", now + BUSY_RETRY)
 
 
 class _Ctx:
