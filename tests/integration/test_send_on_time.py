@@ -49,7 +49,7 @@ def test_the_server_log_has_the_kernels_receive_time_not_the_read_time() -> None
     sender = socket.create_connection(listener.getsockname())
     conn, _ = listener.accept()
     with listener, sender, conn:
-        stamped = stamps.enable(conn)
+        stamped = stamps.enable(conn) and stamps.warm_up()
         sent = time.time()
         sender.sendall(b"GET / HTTP/1.1\r\n\r\n")
         time.sleep(0.3)  # the server reads late, as a busy one would
@@ -58,6 +58,10 @@ def test_the_server_log_has_the_kernels_receive_time_not_the_read_time() -> None
     if not stamped:
         pytest.skip("this kernel gives no receive stamps (Linux SO_TIMESTAMPING)")
     assert sent <= at < sent + 0.1
+
+
+def test_a_warm_up_with_no_time_left_says_the_stamps_are_not_there() -> None:
+    assert stamps.warm_up(within=0) is False
 
 
 def test_stamps_without_ancillary_data_fall_back_to_now() -> None:

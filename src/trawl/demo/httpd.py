@@ -102,11 +102,15 @@ class SiteServer:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         listeners = []
+        stamping = False
         for label in self.labels:
             listener = socket.create_server(("127.0.0.1", 0), backlog=512)
             listener.setblocking(False)
+            stamping = stamps.enable(listener)  # keeps the kernel's stamping on meanwhile
             self.ports[label] = listener.getsockname()[1]
             listeners.append(listener)
+        if stamping:  # the first requests are stamped too, not logged at their read time
+            await asyncio.to_thread(stamps.warm_up)
         accepting = [
             asyncio.create_task(self._accept(label, s))
             for label, s in zip(self.labels, listeners, strict=True)

@@ -44,12 +44,43 @@ async def receive(conn: socket.socket) -> tuple[bytes, float]:
 
 def stamp_of(ancillary: list[tuple[int, int, bytes]]) -> float:
     """The software receive stamp among *ancillary* data, else now."""
+    found = _kernel_stamp(ancillary)
+    return time.time() if found is None else found
+
+
+def _kernel_stamp(ancillary: list[tuple[int, int, bytes]]) -> float | None:
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPING and len(data) >= 16:
             seconds, nanoseconds = struct.unpack_from("qq", data)
             if seconds:
                 return float(seconds) + float(nanoseconds) / 1e9
-    return time.time()
+    return None
+
+
+def warm_up(within: float = 1.0) -> bool:
+    """Wait until the kernel stamps received packets; False if it did not *within* that
+    long. Linux switches stamping on for the whole machine when a first socket asks, but
+    later, from a work queue: a packet that arrives in between has no stamp, and its read
+    time would be logged instead. Call it with a stamping socket already open (which keeps
+    the switch on), before the stamps matter."""
+    deadline = time.monotonic() + within
+    with (
+        socket.create_server(("127.0.0.1", 0)) as listener,
+        socket.create_connection(listener.getsockname()) as sender,
+    ):
+        conn, _ = listener.accept()
+        with conn:
+            try:
+                conn.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPING, RX_SOFTWARE | SOFTWARE)
+            except OSError:
+                return False
+            while time.monotonic() < deadline:
+                sender.sendall(b".")
+                _, ancillary, _, _ = conn.recvmsg(CHUNK, ANCILLARY)
+                if _kernel_stamp(ancillary) is not None:
+                    return True
+                time.sleep(0.005)
+    return False
 
 
 async def _readable(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
