@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from typing import Any
@@ -112,6 +113,70 @@ def test_a_task_that_runs_past_its_timeout_is_recorded_as_failed(db_url: str) ->
         "sku:2",
         "sku:3",
     ]
+
+
+def test_a_task_that_swallows_its_cancellation_is_abandoned_at_its_timeout(db_url: str) -> None:
+    """An async task that catches CancelledError and carries on cannot be stopped: soon
+    after its timeout the worker stops waiting for it, records the timeout, frees its slot
+    and lets its lease go, as it abandons a plain def task's thread; what the task returns
+    later is never committed."""
+    app = trawl.App()
+    ended: list[float] = []
+
+    @app.task(tags=["product"], timeout="0.3s", retries=0)
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        if ctx.id == "sku:1":
+            for _ in range(16):  # every cancellation caught: it goes on for 8 s
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.sleep(0.5)
+            ended.append(time.time())
+        return {"ok": True}
+
+    ids = products(db_url, 4)
+    run(app, db_url)  # asyncio.run's own shutdown still waits for the task to end
+    [failure] = failures(db_url)
+    assert (failure.item_id, failure.error_type) == ("sku:1", "TaskTimeout")
+    assert "did not stop when cancelled" in failure.message
+    [end] = ended
+    assert failure.occurred_at < end, "the failure was recorded only once the task ended"
+    assert results(db_url, ids) == {
+        "sku:0": {"ok": True},
+        "sku:1": None,
+        "sku:2": {"ok": True},
+        "sku:3": {"ok": True},
+    }
+
+
+def test_a_stopping_worker_does_not_wait_for_a_task_that_swallows_its_cancellation(
+    db_url: str,
+) -> None:
+    """Past the grace period the worker cancels what still runs and releases its jobs; a
+    task that goes on regardless is left behind, its job released (due again), not held
+    until the task ends."""
+    app = trawl.App()
+    ended: list[float] = []
+
+    @app.task(tags=["product"], timeout="1h")
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        for _ in range(16):  # 8 s, every cancellation caught
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0.5)
+        ended.append(time.time())
+        return {"ok": True}
+
+    ids = products(db_url, 1)
+
+    async def scenario() -> float:
+        worker = Worker(app, url=db_url, concurrency=2, grace=0.2)
+        await _stop_once(worker, lambda: worker.stats.running == 1)
+        return time.time()
+
+    stopped = asyncio.run(scenario())
+    [end] = ended
+    assert stopped < end, "the worker waited for the task to end"
+    assert results(db_url, ids) == {"sku:0": None}
+    with Store(db_url) as store:
+        assert {s.task: s.queued for s in store.status()}["price"] == 1
 
 
 def test_async_tasks_read_items_through_aliases_and_other_tasks_metadata(db_url: str) -> None:

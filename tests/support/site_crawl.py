@@ -4,7 +4,10 @@ and read back its pages and attempts."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import multiprocessing
+import time
 from typing import Any
 
 from trawl.cli.crawlview import page_json
@@ -31,8 +34,42 @@ def create(url: str, server: SiteServer | None, **spec: Any) -> int:
         return operations.create(store, CrawlSpec(seeds=seeds, options=options, **spec))
 
 
+HANG = 240.0  # a test crawl still running this long is stuck: say where (below pytest's 300)
+
+
 def run(url: str, crawl_id: int, *, concurrency: int = 8, lease: float = 30.0) -> Progress:
-    return asyncio.run(foreground.run(url, crawl_id, concurrency=concurrency, lease=lease))
+    return asyncio.run(_watched(url, crawl_id, concurrency=concurrency, lease=lease))
+
+
+async def _watched(url: str, crawl_id: int, *, concurrency: int, lease: float) -> Progress:
+    """The crawl, or after :data:`HANG` seconds an error that shows where it stands: the
+    pages not yet done and what each task of the loop awaits (pytest-timeout shows only the
+    threads, and a stuck crawl's threads are all idle)."""
+    crawl = asyncio.create_task(foreground.run(url, crawl_id, concurrency=concurrency, lease=lease))
+    done, _ = await asyncio.wait([crawl], timeout=HANG)
+    if done:
+        return crawl.result()
+    report = [f"the crawl ran {HANG:g} s and had not finished", *_open_pages(url, crawl_id)]
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task():
+            stack = io.StringIO()
+            task.print_stack(limit=12, file=stack)
+            report.append(stack.getvalue())
+    crawl.cancel()
+    with contextlib.suppress(BaseException):
+        await crawl
+    raise AssertionError("\n".join(report))
+
+
+def _open_pages(url: str, crawl_id: int) -> list[str]:
+    now = time.time()
+    with Store(url) as store:
+        rows = sorted(store.crawls.pages(crawl_id), key=lambda r: (r["status"], r["due_at"]))
+    return [
+        f"  {r['url']} {r['status']} attempt {r['attempt']} due in {r['due_at'] - now:.1f} s"
+        for r in rows
+        if r["status"] not in ("done", "failed", "skipped")
+    ][:40]
 
 
 def run_elsewhere(url: str, crawl_id: int, *, concurrency: int = 8) -> Progress:

@@ -12,6 +12,7 @@ import signal
 import socket
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from trawl.engine import claim as engine_claim
@@ -21,7 +22,7 @@ from trawl.model.states import Outcome
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.app import App, TaskDef
-from trawl.runtime.attempt import released, run_attempt
+from trawl.runtime.attempt import abandoned, released, run_attempt
 from trawl.runtime.backend import Backend, Lane, LocalBackend
 from trawl.runtime.clock import CHECK_EVERY, WorkerClock
 from trawl.runtime.context import Context
@@ -38,6 +39,22 @@ SWEEP_EVERY = 1.0  # seconds between looks for lapsed leases (crashed attempts)
 # While too few slots are free to claim, finished attempts wait up to this long for others
 # to commit with: a batch costs one transaction, however many attempts it holds.
 GATHER = 0.02
+# An attempt cancelled (past its timeout, or at shutdown) has this long to end before the
+# worker stops waiting for it: a task that catches CancelledError and goes on would hold
+# its slot and its renewed lease for ever (its job never finishing, its crawl never done).
+CANCEL_GRACE = 2.0
+
+
+@dataclass(slots=True, eq=False)
+class _Running:
+    """An attempt this worker runs; *abandoned* once the worker stopped waiting for it."""
+
+    job: ClaimedJob
+    ctx: Context
+    d: TaskDef
+    started: float  # monotonic
+    task: asyncio.Task[None] = field(init=False)
+    abandoned: bool = False
 
 
 class Worker:
@@ -96,9 +113,11 @@ class Worker:
             )
             for d in self.defs.values()
         ]
-        self._running: dict[int, tuple[ClaimedJob, asyncio.Task[None]]] = {}
+        self._running: dict[int, _Running] = {}
         # When each running async attempt times out (monotonic); the watchdog enforces it.
         self._deadlines: dict[int, float] = {}
+        # Attempts cancelled, and when the worker stops waiting for them (monotonic).
+        self._cancelled: dict[_Running, float] = {}
         self._pending: list[AttemptResult] = []
         self._pending_since = 0.0  # when the oldest of _pending finished (monotonic)
         self._committing: list[AttemptResult] = []
@@ -332,15 +351,6 @@ class Worker:
         if job.job_id in self._running:  # taken back by one lane while another claimed it
             return
         self.stats.claimed += 1
-        task = asyncio.create_task(self._run_job(self.defs[job.task], job))
-        self._running[job.job_id] = (job, task)
-        self.stats.running = len(self._running)
-        if self.hooks.claims:
-            self.hooks.claimed(job)
-
-    # -- running --------------------------------------------------------------------------
-
-    async def _run_job(self, d: TaskDef, job: ClaimedJob) -> None:
         ctx = Context(
             id=job.item_id,
             data=job.data,
@@ -350,6 +360,17 @@ class Worker:
             reader=self.backend.reader,
             loop=asyncio.get_running_loop(),
         )
+        running = _Running(job, ctx, self.defs[job.task], time.monotonic())
+        running.task = asyncio.create_task(self._run_job(running))
+        self._running[job.job_id] = running
+        self.stats.running = len(self._running)
+        if self.hooks.claims:
+            self.hooks.claimed(job)
+
+    # -- running --------------------------------------------------------------------------
+
+    async def _run_job(self, running: _Running) -> None:
+        d, job, ctx = running.d, running.job, running.ctx
         if self.hooks.ticks:
             self.hooks.tick_start(job)
         try:
@@ -357,11 +378,32 @@ class Worker:
         except asyncio.CancelledError:
             result = released(d, job, ctx)
         finally:
-            self._running.pop(job.job_id, None)
-            self._deadlines.pop(job.job_id, None)
-            self.stats.running = len(self._running)
+            if not running.abandoned:
+                self._running.pop(job.job_id, None)
+                self._deadlines.pop(job.job_id, None)
+                self.stats.running = len(self._running)
+        if not running.abandoned:  # else its result went in when it was abandoned
+            self._finished(running, result)
+
+    def _abandon(self, running: _Running, result: AttemptResult) -> None:
+        """Stop waiting for a cancelled attempt that goes on: its slot is free and *result*
+        is committed for it; whatever it does later is dropped."""
+        running.abandoned = True
+        self._running.pop(running.job.job_id, None)
+        self._deadlines.pop(running.job.job_id, None)
+        self.stats.running = len(self._running)
+        log.warning(
+            "task %s on %s did not stop within %gs of being cancelled: abandoned (%s)",
+            running.job.task,
+            running.job.item_id,
+            CANCEL_GRACE,
+            result.outcome,
+        )
+        self._finished(running, result)
+
+    def _finished(self, running: _Running, result: AttemptResult) -> None:
         if self.hooks.ticks:
-            self.hooks.tick_end(job, result)
+            self.hooks.tick_end(running.job, result)
         if not self._pending:
             self._pending_since = time.monotonic()
         self._pending.append(result)
@@ -434,8 +476,8 @@ class Worker:
         while True:
             await asyncio.sleep(interval)
             held = [
-                (job.job_id, job.attempt, self._leases[job.task])
-                for job, _ in self._running.values()
+                (r.job.job_id, r.job.attempt, self._leases[r.job.task])
+                for r in self._running.values()
             ] + [
                 (r.job_id, r.attempt, self._leases[r.task])
                 for r in self._pending + self._committing
@@ -453,12 +495,13 @@ class Worker:
                 running = self._running.get(job_id)
                 if job_id not in kept and running is not None:
                     log.warning("lease lost on job %d attempt %d", job_id, attempt)
-                    self.hooks.lease_lost(running[0])
+                    self.hooks.lease_lost(running.job)
 
     async def _watchdog_loop(self) -> None:
         """Cancel async attempts that ran past their task's timeout; ``_attempt`` records
         the cancellation as a TaskTimeout failure. Checked every twentieth of the shortest
-        timeout (50 ms to 1 s), so an attempt is stopped at most that late."""
+        timeout (50 ms to 1 s), so an attempt is stopped at most that late. One that is
+        still running :data:`CANCEL_GRACE` later is abandoned with that failure."""
         tick = max(0.05, min(1.0, min(self._leases.values(), default=20.0) / 20))
         while True:
             await asyncio.sleep(tick)
@@ -468,7 +511,16 @@ class Worker:
                 del self._deadlines[job_id]
                 running = self._running.get(job_id)
                 if running is not None:
-                    running[1].cancel()
+                    running.task.cancel()
+                    self._cancelled[running] = now + CANCEL_GRACE
+            for running, until in list(self._cancelled.items()):
+                if running.task.done() or running.abandoned:
+                    del self._cancelled[running]
+                elif until <= now:
+                    del self._cancelled[running]
+                    self._abandon(
+                        running, abandoned(running.d, running.job, running.ctx, running.started)
+                    )
 
     async def _progress_loop(self) -> None:
         if self._on_progress is None:
@@ -480,15 +532,20 @@ class Worker:
     # -- stopping -------------------------------------------------------------------------
 
     async def _drain(self) -> None:
-        tasks = [task for _, task in self._running.values()]
+        tasks = [r.task for r in self._running.values()]
         if tasks and self._stopping:
             await asyncio.wait(tasks, timeout=self.grace)
         elif tasks:
             await asyncio.wait(tasks)
-        leftover = [task for _, task in self._running.values()]
-        for task in leftover:
-            task.cancel()  # their leases are released: due again at once
-        await asyncio.gather(*leftover, return_exceptions=True)
+        leftover = list(self._running.values())
+        for running in leftover:
+            running.task.cancel()  # their leases are released: due again at once
+        if leftover:
+            await asyncio.wait([r.task for r in leftover], timeout=CANCEL_GRACE)
+        for running in leftover:
+            # Still here: it went on after the cancel, or was cancelled before it began.
+            if self._running.get(running.job.job_id) is running:
+                self._abandon(running, released(running.d, running.job, running.ctx))
         self._commit_wanted.set()
         while self._pending or self._committing:  # noqa: ASYNC110 - two lists, no single event
             await asyncio.sleep(0.01)  # the commit loop retries through outages
