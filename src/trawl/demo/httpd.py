@@ -25,6 +25,7 @@ from pathlib import Path
 from trawl.demo import stamps
 from trawl.demo.site import HOSTS, Key, Site, generate, render
 
+ACCEPT_RETRY = 0.05  # seconds before taking connections again after an error
 REASONS = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 503: "Service Unavailable"}
 
 
@@ -59,6 +60,7 @@ class SiteServer:
         self.busy = 0  # requests being answered now, across hosts
         self.busiest = 0  # the most ever answered at once: a crawl's concurrency on the wire
         self.ports: dict[str, int] = {}
+        self.accept_errors: list[str] = []  # connections that could not be taken, and why
         self._seen: dict[object, int] = {}
         self._cache: dict[tuple[Key, bool], tuple[str, bytes] | None] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -123,12 +125,25 @@ class SiteServer:
             listener.close()
 
     async def _accept(self, label: str, listener: socket.socket) -> None:
+        """Serve each connection to *label*'s port. An error taking one (a connection
+        aborted in the queue, no descriptor left) skips it: it must not end the loop, or
+        the port would go on taking connections into its queue and answering none."""
         loop = asyncio.get_running_loop()
         connections: set[asyncio.Task[None]] = set()
         while True:
-            conn, _ = await loop.sock_accept(listener)
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            stamps.enable(conn)
+            try:
+                conn, _ = await loop.sock_accept(listener)
+            except OSError as error:
+                self.accept_errors.append(f"{label}: {error}")
+                await asyncio.sleep(ACCEPT_RETRY)  # out of descriptors: let some close
+                continue
+            try:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                stamps.enable(conn)
+            except OSError as error:  # reset before it was taken
+                self.accept_errors.append(f"{label}: {error}")
+                conn.close()
+                continue
             task = asyncio.create_task(self._connection(label, conn))
             connections.add(task)
             task.add_done_callback(connections.discard)
