@@ -15,6 +15,7 @@ from tests.integration.helpers import item, job_of, sql_statements_by_thread
 from trawl.engine.claim import ClaimBatch
 from trawl.model.errors import DatabaseUnavailable
 from trawl.model.records import FailureRecord
+from trawl.runtime import worker as worker_module
 from trawl.runtime.backend import LocalBackend, LocalLane
 from trawl.runtime.worker import Worker
 from trawl.store.store import Store
@@ -115,7 +116,9 @@ def test_a_task_that_runs_past_its_timeout_is_recorded_as_failed(db_url: str) ->
     ]
 
 
-def test_a_task_that_swallows_its_cancellation_is_abandoned_at_its_timeout(db_url: str) -> None:
+def test_a_task_that_swallows_its_cancellation_is_abandoned_at_its_timeout(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An async task that catches CancelledError and carries on cannot be stopped: soon
     after its timeout the worker stops waiting for it, records the timeout, frees its slot
     and lets its lease go, as it abandons a plain def task's thread; what the task returns
@@ -126,13 +129,14 @@ def test_a_task_that_swallows_its_cancellation_is_abandoned_at_its_timeout(db_ur
     @app.task(tags=["product"], timeout="0.3s", retries=0)
     async def price(ctx: trawl.Context) -> dict[str, Any]:
         if ctx.id == "sku:1":
-            for _ in range(16):  # every cancellation caught: it goes on for 8 s
+            for _ in range(6):  # every cancellation caught: it goes on for 3 s
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.sleep(0.5)
             ended.append(time.time())
         return {"ok": True}
 
     ids = products(db_url, 4)
+    monkeypatch.setattr(worker_module, "CANCEL_GRACE", 0.5)
     run(app, db_url)  # asyncio.run's own shutdown still waits for the task to end
     [failure] = failures(db_url)
     assert (failure.item_id, failure.error_type) == ("sku:1", "TaskTimeout")
@@ -148,7 +152,7 @@ def test_a_task_that_swallows_its_cancellation_is_abandoned_at_its_timeout(db_ur
 
 
 def test_a_stopping_worker_does_not_wait_for_a_task_that_swallows_its_cancellation(
-    db_url: str,
+    db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past the grace period the worker cancels what still runs and releases its jobs; a
     task that goes on regardless is left behind, its job released (due again), not held
@@ -158,13 +162,14 @@ def test_a_stopping_worker_does_not_wait_for_a_task_that_swallows_its_cancellati
 
     @app.task(tags=["product"], timeout="1h")
     async def price(ctx: trawl.Context) -> dict[str, Any]:
-        for _ in range(16):  # 8 s, every cancellation caught
+        for _ in range(6):  # 3 s, every cancellation caught
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.sleep(0.5)
         ended.append(time.time())
         return {"ok": True}
 
     ids = products(db_url, 1)
+    monkeypatch.setattr(worker_module, "CANCEL_GRACE", 0.5)
 
     async def scenario() -> float:
         worker = Worker(app, url=db_url, concurrency=2, grace=0.2)
