@@ -129,10 +129,7 @@ def test_a_task_that_swallows_its_cancellation_is_abandoned_at_its_timeout(
     @app.task(tags=["product"], timeout="0.3s", retries=0)
     async def price(ctx: trawl.Context) -> dict[str, Any]:
         if ctx.id == "sku:1":
-            for _ in range(6):  # every cancellation caught: it goes on for 3 s
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.sleep(0.5)
-            ended.append(time.time())
+            await _stubborn(ended)
         return {"ok": True}
 
     ids = products(db_url, 4)
@@ -151,6 +148,14 @@ def test_a_task_that_swallows_its_cancellation_is_abandoned_at_its_timeout(
     }
 
 
+async def _stubborn(ended: list[float]) -> None:
+    """Up to 3 s, catching every cancellation; then notes when it ended."""
+    for _ in range(6):
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(0.5)
+    ended.append(time.time())
+
+
 def test_a_stopping_worker_does_not_wait_for_a_task_that_swallows_its_cancellation(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -162,10 +167,7 @@ def test_a_stopping_worker_does_not_wait_for_a_task_that_swallows_its_cancellati
 
     @app.task(tags=["product"], timeout="1h")
     async def price(ctx: trawl.Context) -> dict[str, Any]:
-        for _ in range(6):  # 3 s, every cancellation caught
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.sleep(0.5)
-        ended.append(time.time())
+        await _stubborn(ended)
         return {"ok": True}
 
     ids = products(db_url, 1)
