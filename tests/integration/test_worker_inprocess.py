@@ -122,8 +122,9 @@ def test_a_task_that_swallows_its_cancellation_is_abandoned_at_its_timeout(
     """An async task that catches CancelledError and carries on cannot be stopped: soon
     after its timeout the worker stops waiting for it, records the timeout, frees its slot
     and lets its lease go, as it abandons a plain def task's thread; what the task returns
-    later is never committed."""
-    app = trawl.App()
+    later is never committed. Plugins see its tick end with the timeout, as for any."""
+    ticks = _Ticks()
+    app = trawl.App(plugins=[ticks])
     ended: list[float] = []
 
     @app.task(tags=["product"], timeout="0.3s", retries=0)
@@ -146,6 +147,27 @@ def test_a_task_that_swallows_its_cancellation_is_abandoned_at_its_timeout(
         "sku:2": {"ok": True},
         "sku:3": {"ok": True},
     }
+    assert ticks.seen["sku:1"] == ["start", "exception TaskTimeout", "end failure"]
+    assert ticks.seen["sku:0"] == ["start", "end success"]
+
+
+class _Ticks:
+    """The tick hooks a worker fires, per item."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[str]] = {}
+
+    @trawl.hookimpl
+    def trawl_actor_tick_start(self, job: Any) -> None:
+        self.seen.setdefault(job.item_id, []).append("start")
+
+    @trawl.hookimpl
+    def trawl_actor_tick_exception(self, job: Any, exception: BaseException) -> None:
+        self.seen[job.item_id].append(f"exception {type(exception).__name__}")
+
+    @trawl.hookimpl
+    def trawl_actor_tick_end(self, job: Any, result: Any) -> None:
+        self.seen[job.item_id].append(f"end {result.outcome}")
 
 
 async def _stubborn(ended: list[float]) -> None:

@@ -64,15 +64,16 @@ async def run_attempt(
     return attempt_result(d, job, ctx, _ended(ctx), result=encoded)
 
 
-def abandoned(d: TaskDef, job: ClaimedJob, ctx: Context, started: float) -> AttemptResult:
+def abandoned(
+    d: TaskDef, job: ClaimedJob, ctx: Context, hooks: ActorHooks, started: float
+) -> AttemptResult:
     """A timeout failure for an async attempt that went on after it was cancelled at its
     timeout (it caught the CancelledError): the worker stops waiting for it."""
     error = TaskTimeout(
         f"task {d.name!r} exceeded its timeout of {d.timeout:g}s and did not stop when "
         f"cancelled (abandoned after {time.monotonic() - started:.1f}s)"
     )
-    failure = FailureInfo(error_type=type(error).__name__, message=str(error), traceback="")
-    return attempt_result(d, job, ctx, Outcome.FAILURE, failure=failure)
+    return _failed(d, job, ctx, hooks, error, "")
 
 
 def released(d: TaskDef, job: ClaimedJob, ctx: Context) -> AttemptResult:

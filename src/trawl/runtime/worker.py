@@ -54,6 +54,7 @@ class _Running:
     d: TaskDef
     started: float  # monotonic
     task: asyncio.Task[None] = field(init=False)
+    began: bool = False  # its task ran (a task cancelled before it began never does)
     abandoned: bool = False
 
 
@@ -373,6 +374,7 @@ class Worker:
         d, job, ctx = running.d, running.job, running.ctx
         if self.hooks.ticks:
             self.hooks.tick_start(job)
+        running.began = True
         try:
             result = await run_attempt(d, job, ctx, self.hooks, self._deadlines)
         except asyncio.CancelledError:
@@ -392,17 +394,18 @@ class Worker:
         self._running.pop(running.job.job_id, None)
         self._deadlines.pop(running.job.job_id, None)
         self.stats.running = len(self._running)
-        log.warning(
-            "task %s on %s did not stop within %gs of being cancelled: abandoned (%s)",
-            running.job.task,
-            running.job.item_id,
-            CANCEL_GRACE,
-            result.outcome,
-        )
+        if running.began:
+            log.warning(
+                "task %s on %s did not stop within %gs of being cancelled: abandoned (%s)",
+                running.job.task,
+                running.job.item_id,
+                CANCEL_GRACE,
+                result.outcome,
+            )
         self._finished(running, result)
 
     def _finished(self, running: _Running, result: AttemptResult) -> None:
-        if self.hooks.ticks:
+        if self.hooks.ticks and running.began:
             self.hooks.tick_end(running.job, result)
         if not self._pending:
             self._pending_since = time.monotonic()
@@ -519,7 +522,8 @@ class Worker:
                 elif until <= now:
                     del self._cancelled[running]
                     self._abandon(
-                        running, abandoned(running.d, running.job, running.ctx, running.started)
+                        running,
+                        abandoned(running.d, running.job, running.ctx, self.hooks, running.started),
                     )
 
     async def _progress_loop(self) -> None:
