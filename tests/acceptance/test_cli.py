@@ -456,11 +456,21 @@ def test_journal_reads_from_a_cursor(trawl: Trawl) -> None:
     assert "item.created" in trawl("journal").out
 
 
+# A command run from a terminal gets Ctrl-C; one started in the background by a shell with
+# no job control inherits SIGINT ignored, and so does everything it runs (pytest, and the
+# command under test with it). Python keeps an ignored SIGINT ignored: start the command
+# with SIGINT as a terminal would hand it over (exec keeps a default disposition).
+_AS_FROM_A_TERMINAL = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
 def test_journal_follow_prints_new_entries_and_stops_on_ctrl_c(trawl: Trawl) -> None:
     trawl("add", "sku:old")
     argv = [str(TRAWL), "--db", trawl.db, "journal", "--follow", "--json"]
     proc = subprocess.Popen(
-        argv,
+        [sys.executable, "-c", _AS_FROM_A_TERMINAL, *argv],
         cwd=trawl.cwd,
         env=environment(),
         stdout=subprocess.PIPE,
