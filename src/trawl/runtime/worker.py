@@ -55,6 +55,7 @@ class _Running:
     started: float  # monotonic
     task: asyncio.Task[None] = field(init=False)
     began: bool = False  # its task ran (a task cancelled before it began never does)
+    give_up_at: float | None = None  # cancelled: when the worker stops waiting (monotonic)
     abandoned: bool = False
 
 
@@ -117,8 +118,6 @@ class Worker:
         self._running: dict[int, _Running] = {}
         # When each running async attempt times out (monotonic); the watchdog enforces it.
         self._deadlines: dict[int, float] = {}
-        # Attempts cancelled, and when the worker stops waiting for them (monotonic).
-        self._cancelled: dict[_Running, float] = {}
         self._pending: list[AttemptResult] = []
         self._pending_since = 0.0  # when the oldest of _pending finished (monotonic)
         self._committing: list[AttemptResult] = []
@@ -381,19 +380,20 @@ class Worker:
             result = released(d, job, ctx)
         finally:
             if not running.abandoned:
-                self._running.pop(job.job_id, None)
-                self._deadlines.pop(job.job_id, None)
-                self.stats.running = len(self._running)
+                self._forget(running)
         if not running.abandoned:  # else its result went in when it was abandoned
             self._finished(running, result)
+
+    def _forget(self, running: _Running) -> None:
+        self._running.pop(running.job.job_id, None)
+        self._deadlines.pop(running.job.job_id, None)
+        self.stats.running = len(self._running)
 
     def _abandon(self, running: _Running, result: AttemptResult) -> None:
         """Stop waiting for a cancelled attempt that goes on: its slot is free and *result*
         is committed for it; whatever it does later is dropped."""
         running.abandoned = True
-        self._running.pop(running.job.job_id, None)
-        self._deadlines.pop(running.job.job_id, None)
-        self.stats.running = len(self._running)
+        self._forget(running)
         if running.began:
             log.warning(
                 "task %s on %s did not stop within %gs of being cancelled: abandoned (%s)",
@@ -515,16 +515,14 @@ class Worker:
                 running = self._running.get(job_id)
                 if running is not None:
                     running.task.cancel()
-                    self._cancelled[running] = now + CANCEL_GRACE
-            for running, until in list(self._cancelled.items()):
-                if running.task.done() or running.abandoned:
-                    del self._cancelled[running]
-                elif until <= now:
-                    del self._cancelled[running]
-                    self._abandon(
-                        running,
-                        abandoned(running.d, running.job, running.ctx, self.hooks, running.started),
-                    )
+                    running.give_up_at = now + CANCEL_GRACE
+            stuck = [
+                r
+                for r in self._running.values()
+                if r.give_up_at is not None and r.give_up_at <= now
+            ]
+            for r in stuck:  # an attempt that ended meanwhile has left _running
+                self._abandon(r, abandoned(r.d, r.job, r.ctx, self.hooks, r.started))
 
     async def _progress_loop(self) -> None:
         if self._on_progress is None:
