@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -14,13 +13,17 @@ from trawl.cli import crawlhelpers
 
 
 def _child(code: str) -> subprocess.Popen[bytes]:
-    child = subprocess.Popen([sys.executable, "-c", code])
-    time.sleep(0.5)  # running its code, signal handler set
+    """A process running *code* once it has run everything before its ``ready()`` call
+    (its signal handler set): a fixed sleep was too short for a slow start under load."""
+    ready = "def ready():\n    print('ready', flush=True)\n"
+    child = subprocess.Popen([sys.executable, "-c", ready + code], stdout=subprocess.PIPE)
+    assert child.stdout is not None
+    assert child.stdout.readline() == b"ready\n"
     return child
 
 
 def test_a_helper_that_stops_on_sigterm_is_not_reported(caplog: pytest.LogCaptureFixture) -> None:
-    child = _child("import time; time.sleep(60)")
+    child = _child("import time; ready(); time.sleep(60)")
     crawlhelpers.stop([child], wait=10)
     assert child.returncode == -15
     assert not caplog.records
@@ -30,7 +33,8 @@ def test_a_helper_that_ignores_sigterm_is_killed_and_reported(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     child = _child(
-        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); ready(); time.sleep(60)"
     )
     with caplog.at_level(logging.WARNING, "trawl.crawl"):
         crawlhelpers.stop([child], wait=0.5)
@@ -39,7 +43,8 @@ def test_a_helper_that_ignores_sigterm_is_killed_and_reported(
 
 
 def test_a_helper_that_failed_on_its_own_is_reported(caplog: pytest.LogCaptureFixture) -> None:
-    child = _child("raise SystemExit(3)")
+    child = _child("ready(); raise SystemExit(3)")
+    child.wait(timeout=30)  # it ended before the command stopped it
     with caplog.at_level(logging.WARNING, "trawl.crawl"):
         crawlhelpers.stop([child], wait=10)
     assert f"helper process {child.pid} exited with status 3" in caplog.text
