@@ -76,6 +76,10 @@ class Backend(Protocol):
 
     async def recheck_clock(self) -> None: ...
 
+    async def upkeep(self) -> None:
+        """Housekeeping the worker does now and then beside its work: on a database, keep
+        the planner's statistics up with the tables' growth (store/planner_stats.py)."""
+
     def listen(self, wake: Callable[[], None]) -> None:
         """Call *wake* (from any thread) when new work may be due."""
 
@@ -230,6 +234,11 @@ class LocalBackend:
 
     async def recheck_clock(self) -> None:
         await self.thread.call(self.clock.recheck, self.thread.store)
+
+    async def upkeep(self) -> None:
+        # On the lease connection, which is idle between renewals: an ANALYZE there holds
+        # up no commit or claim.
+        await self._renewer.call(self._renewer.store.refresh_statistics)
 
     def listen(self, wake: Callable[[], None]) -> None:
         self._listener = Listener(self.url, wake)

@@ -29,6 +29,7 @@ from trawl.runtime.context import Context
 from trawl.runtime.outcome import retries_ahead
 from trawl.runtime.plugins import for_app
 from trawl.runtime.stats import WorkerStats
+from trawl.store import planner_stats
 from trawl.store.store import Store
 
 log = logging.getLogger("trawl.worker")
@@ -36,6 +37,7 @@ T = TypeVar("T")
 
 RETRY_MAX = 30.0  # longest wait between attempts to reach a database that went away
 SWEEP_EVERY = 1.0  # seconds between looks for lapsed leases (crashed attempts)
+UPKEEP_EVERY = planner_stats.EVERY  # seconds between the backend's housekeeping
 # While too few slots are free to claim, finished attempts wait up to this long for others
 # to commit with: a batch costs one transaction, however many attempts it holds.
 GATHER = 0.02
@@ -183,6 +185,7 @@ class Worker:
             asyncio.create_task(self._watchdog_loop()),
             asyncio.create_task(self._progress_loop()),
             asyncio.create_task(self._clock_loop()),
+            asyncio.create_task(self._upkeep_loop()),
         ]
         try:
             await self._claim_lanes(lanes)
@@ -523,6 +526,16 @@ class Worker:
             ]
             for r in stuck:  # an attempt that ended meanwhile has left _running
                 self._abandon(r, abandoned(r.d, r.job, r.ctx, self.hooks, r.started))
+
+    async def _upkeep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(UPKEEP_EVERY)
+            try:
+                await self.backend.upkeep()
+            except DatabaseUnavailable as error:  # the work loops wait that out and say so
+                log.debug("upkeep skipped: %s", error)
+            except Exception:  # housekeeping must never stop the work: said, tried again later
+                log.warning("upkeep failed (tried again in %gs)", UPKEEP_EVERY, exc_info=True)
 
     async def _progress_loop(self) -> None:
         if self._on_progress is None:

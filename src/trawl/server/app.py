@@ -18,6 +18,7 @@ from trawl.server.live import Live, load_sessions
 from trawl.server.pipelines.session import WATCH_EVERY
 from trawl.server.routes import crawls, failures, items, journal, meta, pipelines, tasks
 from trawl.server.stores import Stores
+from trawl.server.upkeep import Upkeep
 from trawl.server.wakeups import Wakeups
 
 MAX_BODY = 16 << 20  # bytes in one request; 10,000 items of 1 KiB fit easily
@@ -43,6 +44,7 @@ def create_app(
     stores = Stores(url, connections)
     live = live or Live()
     wakeups = Wakeups(url)
+    upkeep = Upkeep(stores)
     gauges = dbmetrics.DbMetrics(cache_seconds=metrics_cache)
 
     tokens = auth.Tokens(stores, cache_seconds=token_cache)
@@ -99,8 +101,8 @@ def create_app(
             security=[{"bearer": []}],
         ),
         state=State({"tokens": tokens, "sessions": dashboard.sessions}),
-        on_startup=[wakeups.start, live.start, dashboard.feed.start],
-        on_shutdown=[dashboard.feed.stop, live.stop, wakeups.stop, stores.close],
+        on_startup=[wakeups.start, live.start, dashboard.feed.start, upkeep.start],
+        on_shutdown=[upkeep.stop, dashboard.feed.stop, live.stop, wakeups.stop, stores.close],
         debug=False,
     )
     openapi.document_problems(app)

@@ -29,6 +29,7 @@ from trawl.store import (
     codec,
     gauges,
     migrate,
+    planner_stats,
     reads,
     scheduling,
     staging,
@@ -195,6 +196,11 @@ class Store:
     def upgrade_schema(self) -> tuple[str | None, str]:
         """Apply the migrations this trawl has, in one transaction; (before, after)."""
         return migrate.upgrade(self.db)
+
+    def refresh_statistics(self) -> list[str]:
+        """PostgreSQL: ``ANALYZE`` the tables that grew since their statistics were taken
+        (planner_stats.py says why); the names analyzed. SQLite: nothing to do."""
+        return planner_stats.refresh(self.db)
 
     # -- tasks ----------------------------------------------------------------------------
 

@@ -196,6 +196,9 @@ class RemoteBackend:
     async def recheck_clock(self) -> None:
         """Leases are the tracker's: its clock is the one that counts (see ``now``)."""
 
+    async def upkeep(self) -> None:
+        """The tracker keeps its database: nothing to do here."""
+
     def listen(self, wake: Callable[[], None]) -> None:
         self._wake = wake
 

@@ -1,0 +1,224 @@
+"""PostgreSQL's planner statistics follow the tables' growth (store/planner_stats.py).
+
+The test server runs without autovacuum, as a fresh or neglected server may: nothing but
+trawl analyzes these databases. The activity statistics that say how much a table changed
+reach the server from a backend every second or so: the tests wait for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+import trawl
+from tests.integration.helpers import item
+from trawl.runtime import worker as worker_module
+from trawl.runtime.backend import LocalBackend
+from trawl.runtime.worker import Worker
+from trawl.server.stores import Stores
+from trawl.server.upkeep import Upkeep
+from trawl.store import planner_stats
+from trawl.store.store import Store
+
+pytestmark = pytest.mark.postgres
+
+WAIT = 20.0  # seconds for the activity statistics to show a change
+
+
+def _changed(url: str, table: str) -> int:
+    """Rows written to *table* since its last ANALYZE, as the server's statistics say."""
+    with Store(url) as store:
+        sql = "SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relname = :t"
+        return int(store.db.execute(sa.text(sql), {"t": table}).scalar_one())
+
+
+def _analyzed(url: str, table: str) -> int:
+    with Store(url) as store:
+        sql = "SELECT analyze_count FROM pg_stat_user_tables WHERE relname = :t"
+        return int(store.db.execute(sa.text(sql), {"t": table}).scalar_one())
+
+
+def _add(url: str, count: int, start: int = 0) -> None:
+    with Store(url) as store:
+        store.add_items([item(f"sku:{n}", "product") for n in range(start, start + count)])
+        # Report this backend's counts now rather than when it next goes idle for a while.
+        store.db.execute(sa.text("SELECT pg_stat_force_next_flush()"))
+        store.db.execute(sa.text("SELECT 1"))
+
+
+def _until_counted(url: str, table: str, rows: int) -> None:
+    deadline = time.monotonic() + WAIT
+    while _changed(url, table) < rows:
+        assert time.monotonic() < deadline, f"the statistics never showed {rows} rows in {table}"
+        time.sleep(0.2)
+
+
+def test_a_table_that_grew_is_analyzed_once_until_it_grows_again(pg_url: str) -> None:
+    _add(pg_url, 1500)
+    _until_counted(pg_url, "items", 1500)
+    with Store(pg_url) as store:
+        stale = planner_stats.stale(store.db)
+        assert {"items", "tags", "aliases"} <= set(stale)
+        assert "crawls" not in stale  # nothing written there
+        assert store.refresh_statistics() == stale
+        assert "items" not in planner_stats.stale(store.db)
+    assert _analyzed(pg_url, "items") == 1
+    # Analyzed at 1,500 rows: 1,000 more (at least FLOOR, but under the 1,500 it had) is
+    # not yet worth a new look; 1,500 more is.
+    _add(pg_url, 1000, start=1500)
+    _until_counted(pg_url, "items", 1000)
+    with Store(pg_url) as store:
+        assert "items" not in store.refresh_statistics()
+    _add(pg_url, 500, start=2500)
+    _until_counted(pg_url, "items", 1500)
+    with Store(pg_url) as store:
+        assert "items" in store.refresh_statistics()
+    assert _analyzed(pg_url, "items") == 2
+
+
+def test_a_small_change_is_not_worth_an_analyze(pg_url: str) -> None:
+    _add(pg_url, 50)
+    _until_counted(pg_url, "items", 50)
+    with Store(pg_url) as store:
+        assert store.refresh_statistics() == []
+    assert _analyzed(pg_url, "items") == 0
+
+
+def test_an_analyze_replaces_the_plan_a_statement_cached_on_a_small_table(pg_url: str) -> None:
+    """The trap the module is for: a prepared statement planned while ``tags`` was small
+    scans the whole table on every use, however big it has grown, until an ANALYZE."""
+    # The SELECT of the statement that makes new items' jobs (store/bulk.py).
+    lookup = (
+        "SELECT DISTINCT t.item_id, tt.task FROM tags t JOIN task_tags tt ON tt.tag = t.name"
+        " JOIN tasks k ON k.name = tt.task WHERE t.item_id = ANY($1::text[])"
+    )
+    with Store(pg_url) as store:
+        store.register_tasks(d.info() for d in _app().declared())
+    dsn = pg_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # The plan is made on first use and kept: what a driver's prepared statement gets
+        # once the server settles on a generic plan.
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        conn.execute(f"PREPARE lookup(text[]) AS {lookup}")
+        _add(pg_url, 300)
+        conn.execute("EXECUTE lookup(ARRAY['sku:1'])")
+        _add(pg_url, 20_000, start=300)
+        _until_counted(pg_url, "tags", 20_300)
+
+        def plan() -> str:
+            rows = conn.execute("EXPLAIN EXECUTE lookup(ARRAY['sku:1', 'sku:2'])").fetchall()
+            return "\n".join(str(row[0]) for row in rows)
+
+        assert "Seq Scan on tags" in plan(), plan()
+        with Store(pg_url) as store:
+            assert "tags" in store.refresh_statistics()
+        assert "Seq Scan" not in plan(), plan()
+        assert "tags_pkey" in plan()
+
+
+def test_only_trawl_tables_are_analyzed(pg_url: str) -> None:
+    with Store(pg_url) as store, pytest.raises(ValueError, match="not trawl tables: pg_class"):
+        planner_stats.analyze(store.db, ["items", "pg_class"])
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_sqlite_has_nothing_to_refresh(db_url: str) -> None:
+    with Store(db_url) as store:
+        store.add_items([item(f"sku:{n}", "product") for n in range(1500)])
+        assert planner_stats.stale(store.db) == []
+        assert store.refresh_statistics() == []
+
+
+def _app() -> trawl.App:
+    app = trawl.App()
+
+    @app.task(tags=["product"], retries=0)
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        await asyncio.sleep(0.01)
+        return {}
+
+    return app
+
+
+def test_a_worker_keeps_the_statistics_up(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker_module, "UPKEEP_EVERY", 0.1)
+    _add(pg_url, 1500)
+    _until_counted(pg_url, "items", 1500)
+    worker = Worker(_app(), url=pg_url, concurrency=4, exit_when_idle=True, grace=5)
+    assert asyncio.run(worker.run()) == 0
+    assert worker.stats.done == 1500
+    assert _analyzed(pg_url, "items") == 1
+    assert _analyzed(pg_url, "jobs") >= 1
+
+
+def test_a_failing_upkeep_is_logged_and_the_work_goes_on(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[float] = []
+
+    async def broken(self: LocalBackend) -> None:
+        calls.append(time.monotonic())
+        raise RuntimeError("the statistics view is gone")
+
+    monkeypatch.setattr(worker_module, "UPKEEP_EVERY", 0.05)
+    monkeypatch.setattr(LocalBackend, "upkeep", broken)
+    _add(pg_url, 60)
+    worker = Worker(_app(), url=pg_url, concurrency=1, exit_when_idle=True, grace=5)
+    with caplog.at_level(logging.WARNING, logger="trawl.worker"):
+        assert asyncio.run(worker.run()) == 0
+    assert worker.stats.done == 60
+    assert len(calls) >= 2  # tried again after the first failure
+    failed = [r for r in caplog.records if r.getMessage().startswith("upkeep failed")]
+    assert failed
+    assert "the statistics view is gone" in (failed[0].exc_text or "")
+
+
+def test_the_api_server_keeps_the_statistics_up(pg_url: str) -> None:
+    """Remote pipelines write through the server: it analyzes as a worker does."""
+    _add(pg_url, 1500)
+    _until_counted(pg_url, "items", 1500)
+
+    async def serve() -> None:
+        stores = Stores(pg_url, 2)
+        upkeep = Upkeep(stores, every=0.05)
+        upkeep.start()
+        deadline = time.monotonic() + WAIT
+        while await stores.run(lambda s: _analyzed(pg_url, "items")) == 0:
+            assert time.monotonic() < deadline, "the server never analyzed items"
+            await asyncio.sleep(0.05)
+        await upkeep.stop()
+        stores.close()
+
+    asyncio.run(serve())
+
+
+def test_the_api_server_logs_a_failing_upkeep_and_goes_on(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[float] = []
+    third = asyncio.Event()
+
+    class Broken(Stores):
+        async def run(self, fn: Any) -> Any:
+            calls.append(time.monotonic())
+            if len(calls) == 3:
+                third.set()
+            raise RuntimeError("the statistics view is gone")
+
+    async def serve() -> None:
+        upkeep = Upkeep(Broken(pg_url, 1), every=0.02)
+        upkeep.start()
+        await asyncio.wait_for(third.wait(), WAIT)
+        await upkeep.stop()
+
+    with caplog.at_level(logging.WARNING, logger="trawl.server"):
+        asyncio.run(serve())
+    failed = [r for r in caplog.records if r.getMessage().startswith("upkeep failed")]
+    assert len(failed) >= 2
+    assert "the statistics view is gone" in (failed[0].exc_text or "")
