@@ -528,8 +528,12 @@ class Worker:
                 self._abandon(r, abandoned(r.d, r.job, r.ctx, self.hooks, r.started))
 
     async def _upkeep_loop(self) -> None:
+        # Soon after the start, then less often: a new crawl's tables grow fastest in its
+        # first seconds, which is also when its statements are prepared.
+        pause = min(1.0, UPKEEP_EVERY)
         while True:
-            await asyncio.sleep(UPKEEP_EVERY)
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, UPKEEP_EVERY)
             try:
                 await self.backend.upkeep()
             except DatabaseUnavailable as error:  # the work loops wait that out and say so
