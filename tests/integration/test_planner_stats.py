@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from typing import Any
 
@@ -18,6 +19,7 @@ import sqlalchemy as sa
 
 import trawl
 from tests.integration.helpers import item
+from trawl.runtime import backend as backend_module
 from trawl.runtime import worker as worker_module
 from trawl.runtime.backend import LocalBackend
 from trawl.runtime.worker import Worker
@@ -155,6 +157,27 @@ def test_a_worker_keeps_the_statistics_up(pg_url: str, monkeypatch: pytest.Monke
     assert worker.stats.done == 1500
     assert _analyzed(pg_url, "items") == 1
     assert _analyzed(pg_url, "jobs") >= 1
+
+
+def test_a_workers_analyze_has_a_connection_of_its_own(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ANALYZE of big tables takes seconds: on the lease connection it would hold up
+    renewals (and leases could lapse), on a lane it would hold up commits and claims."""
+    threads: list[str] = []
+
+    def slow_analyze(url: str, tables: list[str]) -> None:
+        threads.append(threading.current_thread().name)
+        time.sleep(0.3)
+
+    monkeypatch.setattr(worker_module, "UPKEEP_EVERY", 0.1)
+    monkeypatch.setattr(backend_module, "_analyze", slow_analyze)
+    _add(pg_url, 1500)
+    _until_counted(pg_url, "items", 1500)
+    worker = Worker(_app(), url=pg_url, concurrency=4, exit_when_idle=True, grace=5)
+    assert asyncio.run(worker.run()) == 0
+    assert threads
+    assert not [name for name in threads if name.startswith("trawl-db")], threads
 
 
 def test_a_failing_upkeep_is_logged_and_the_work_goes_on(

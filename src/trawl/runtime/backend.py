@@ -159,6 +159,12 @@ class LocalLane:
         return self.thread.store.clock()
 
 
+def _analyze(url: str, tables: list[str]) -> None:
+    with Store(url, cache_mib=SMALL_CACHE_MIB) as store:
+        store.analyze(tables)
+        log.debug("analyzed %s: they grew since their last statistics", ", ".join(tables))
+
+
 class LocalBackend:
     """The database at *url*: the worker's own connection (lane 0, commits, Context reads),
     one more per extra lane, and one for lease renewals, so a long commit or claim cannot
@@ -236,9 +242,12 @@ class LocalBackend:
         await self.thread.call(self.clock.recheck, self.thread.store)
 
     async def upkeep(self) -> None:
-        # On the lease connection, which is idle between renewals: an ANALYZE there holds
-        # up no commit or claim.
-        await self._renewer.call(self._renewer.store.refresh_statistics)
+        # The look is one quick read on the lease connection, idle between renewals. An
+        # ANALYZE can take seconds on big tables: it gets a connection of its own, so no
+        # renewal (a lease could lapse) and no commit or claim waits for it.
+        stale = await self._renewer.call(self._renewer.store.stale_statistics)
+        if stale:
+            await asyncio.to_thread(_analyze, self.url, stale)
 
     def listen(self, wake: Callable[[], None]) -> None:
         self._listener = Listener(self.url, wake)

@@ -202,6 +202,14 @@ class Store:
         (planner_stats.py says why); the names analyzed. SQLite: nothing to do."""
         return planner_stats.refresh(self.db)
 
+    def stale_statistics(self) -> list[str]:
+        """The tables :meth:`refresh_statistics` would analyze now (one quick read)."""
+        return planner_stats.stale(self.db)
+
+    def analyze(self, tables: list[str]) -> None:
+        """``ANALYZE`` these trawl tables (PostgreSQL; SQLite: nothing)."""
+        planner_stats.analyze(self.db, tables)
+
     # -- tasks ----------------------------------------------------------------------------
 
     def register_tasks(self, infos: Iterable[TaskInfo]) -> dict[str, int]:
