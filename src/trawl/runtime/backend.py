@@ -162,7 +162,6 @@ class LocalLane:
 def _analyze(url: str, tables: list[str]) -> None:
     with Store(url, cache_mib=SMALL_CACHE_MIB) as store:
         store.analyze(tables)
-        log.debug("analyzed %s: they grew since their last statistics", ", ".join(tables))
 
 
 class LocalBackend:

@@ -5,7 +5,7 @@ psycopg prepares a statement on its fifth use, which in a new crawl is a second 
 while ``tags`` or ``crawl_pages`` still hold a few hundred rows: a sequential scan is then
 the cheapest plan, and it stays the plan as the table grows. Seen in a 20,000-page crawl on
 a server without autovacuum: the insert of each commit's new jobs read every ``tags`` row
-(3.6 ms a commit at 25,000 pages, growing with the crawl). Autovacuum, where it runs,
+(3.6 ms a commit at 25,000 pages, growing with the table). Autovacuum, where it runs,
 analyzes a table only when a tenth of it changed and at most once a minute per database,
 so a young crawl's plans are made blind there too.
 
@@ -51,11 +51,11 @@ _STALE = q(
 )
 
 
-def stale(db: Database, *, floor: int = FLOOR, growth: float = GROWTH) -> list[str]:
+def stale(db: Database) -> list[str]:
     """trawl's tables whose statistics are behind their size (PostgreSQL; [] on SQLite)."""
     if db.is_sqlite:
         return []
-    params = {"tables": list(TABLES), "floor": floor, "growth": growth}
+    params = {"tables": list(TABLES), "floor": FLOOR, "growth": GROWTH}
     return [str(name) for name in db.execute(_STALE, params).scalars()]
 
 
@@ -69,12 +69,11 @@ def analyze(db: Database, tables: list[str]) -> None:
         return
     names = ", ".join(f'"{name}"' for name in tables)
     db.execute(q(f"ANALYZE (SKIP_LOCKED) {names}"))
+    log.debug("analyzed %s: they grew since their last statistics", ", ".join(tables))
 
 
-def refresh(db: Database, *, floor: int = FLOOR, growth: float = GROWTH) -> list[str]:
+def refresh(db: Database) -> list[str]:
     """Analyze the tables that :func:`stale` finds; returns their names."""
-    tables = stale(db, floor=floor, growth=growth)
-    if tables:
-        analyze(db, tables)
-        log.debug("analyzed %s: they grew since their last statistics", ", ".join(tables))
+    tables = stale(db)
+    analyze(db, tables)
     return tables
