@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 import trawl
 from tests.integration.helpers import item
+from trawl.model.errors import DatabaseUnavailable
 from trawl.runtime import backend as backend_module
 from trawl.runtime import worker as worker_module
 from trawl.runtime.backend import LocalBackend
@@ -245,3 +246,55 @@ def test_the_api_server_logs_a_failing_upkeep_and_goes_on(
     failed = [r for r in caplog.records if r.getMessage().startswith("upkeep failed")]
     assert len(failed) >= 2
     assert "the statistics view is gone" in (failed[0].exc_text or "")
+
+
+def test_a_worker_whose_database_is_away_skips_its_upkeep_quietly(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The claim and commit loops already say the database is away: the upkeep only notes
+    it at debug level and looks again next time."""
+    calls: list[float] = []
+
+    async def away(self: LocalBackend) -> None:
+        calls.append(time.monotonic())
+        raise DatabaseUnavailable("the server went away")
+
+    monkeypatch.setattr(worker_module, "UPKEEP_EVERY", 0.05)
+    monkeypatch.setattr(LocalBackend, "upkeep", away)
+    _add(pg_url, 60)
+    worker = Worker(_app(), url=pg_url, concurrency=1, exit_when_idle=True, grace=5)
+    with caplog.at_level(logging.DEBUG, logger="trawl.worker"):
+        assert asyncio.run(worker.run()) == 0
+    assert worker.stats.done == 60
+    assert len(calls) >= 2
+    ours = [r for r in caplog.records if r.getMessage().startswith("upkeep")]
+    assert ours
+    assert {r.levelno for r in ours} == {logging.DEBUG}
+    assert "upkeep skipped: the server went away" in ours[0].getMessage()
+
+
+def test_an_api_server_whose_database_is_away_skips_its_upkeep_quietly(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[float] = []
+    third = asyncio.Event()
+
+    class Away(Stores):
+        async def run(self, fn: Any) -> Any:
+            calls.append(time.monotonic())
+            if len(calls) == 3:
+                third.set()
+            raise DatabaseUnavailable("the server went away")
+
+    async def serve() -> None:
+        upkeep = Upkeep(Away(pg_url, 1), every=0.02)
+        upkeep.start()
+        await asyncio.wait_for(third.wait(), WAIT)
+        await upkeep.stop()
+
+    with caplog.at_level(logging.DEBUG, logger="trawl.server"):
+        asyncio.run(serve())
+    ours = [r for r in caplog.records if r.getMessage().startswith("upkeep")]
+    assert len(ours) >= 2
+    assert {r.levelno for r in ours} == {logging.DEBUG}
+    assert "upkeep skipped: the server went away" in ours[0].getMessage()
