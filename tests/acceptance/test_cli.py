@@ -320,6 +320,21 @@ def test_add_file_bad_stdin_line_is_reported(trawl: Trawl) -> None:
     assert "stdin has 1 bad line" in result.err
 
 
+@BOTH
+def test_add_file_with_several_writers(trawl: Trawl, tmp_path: Path) -> None:
+    """PostgreSQL spreads a file over --writers connections; SQLite has one writer."""
+    lines = [json.dumps({"id": f"w:{i % 40}", "data": {"n": i}}) for i in range(120)]
+    path = write_lines(tmp_path / "items.jsonl", *lines)
+    argv = ["add", "--file", path, "--writers", "3", "--batch-size", "7", "--json"]
+    if trawl.db.startswith("sqlite"):
+        message = trawl.fails(*argv, code=1)
+        assert "3 writers asked, but SQLite has one writer" in message
+        trawl("show", "w:0", code=1)  # nothing written
+        return
+    assert trawl(*argv).json() == {"created": 40, "existing": 80, "bad_lines": 0}
+    assert [trawl.show(f"w:{i}")["data"] for i in (0, 39)] == [{"n": 0}, {"n": 39}]
+
+
 def _add_on_a_terminal(trawl: Trawl, path: str, *flags: str, stdin: str | None = None) -> str:
     """``trawl add --file`` with stdout and stderr on a pseudo-terminal (and stdin from the
     file *stdin*, if given); what it showed."""
@@ -389,6 +404,7 @@ def test_add_file_shows_no_progress_when_not_on_a_terminal(trawl: Trawl, tmp_pat
         ["add", "x", "--bogus"],
         ["add", "x", "--niceness", "low"],
         ["add", "--file", "does-not-exist.jsonl"],
+        ["add", "--file", "-", "--writers", "0"],
         ["expire", "--task", "price", "--tag", "a", "--id", "b"],
         ["failures", "handle"],
         ["failures", "handle", "--all", "--task", "price"],

@@ -36,11 +36,15 @@ TASKS = [
 TAG_NAMES = ("product", "sale", "review", "lang")
 
 
-def stage_and_write(store: Store, items: Sequence[NewItem], batch_size: int) -> list[int]:
+def stage_and_write(
+    store: Store, items: Sequence[NewItem], batch_size: int, writers: int = 1
+) -> list[int]:
     """What ``trawl add --file`` does with a good file: how many each batch created."""
-    with store.stage_items() as stage:
+    with store.stage_items(writers=writers) as stage:
         assert stage.add(iter(items)) == len(items)
-        return list(stage.write(batch_size))
+        batches = list(stage.write(batch_size))
+    assert sum(b.items for b in batches) == len(items)
+    return [b.made for b in batches]
 
 
 def in_space(space: str, new: NewItem) -> NewItem:
@@ -245,6 +249,15 @@ def stage_then_lose_the_connection(store: Store, admin_url: str) -> None:
         with psycopg.connect(admin_url, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", [pid])
         list(stage.write(10))
+
+
+def test_writers_are_at_least_one_and_sqlite_has_one(store: Store) -> None:
+    with pytest.raises(TrawlError, match="writers must be at least 1, not 0"):
+        stage_and_write(store, [item("w:1")], 10, writers=0)
+    if store.is_sqlite:
+        with pytest.raises(TrawlError, match="SQLite has one writer"):
+            stage_and_write(store, [item("w:1")], 10, writers=2)
+    assert store.get_item("w:1") is None
 
 
 @pytest.mark.postgres

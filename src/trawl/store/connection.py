@@ -319,6 +319,14 @@ class Database:
         consumed as they are sent, so memory stays flat however many there are."""
         self._driver.copy(self._raw, table, columns, rows)
 
+    def copying(
+        self, table: str, columns: Sequence[Column]
+    ) -> contextlib.AbstractContextManager[Callable[[Sequence[Any]], None]]:
+        """PostgreSQL only: a binary ``COPY`` into *table* open for the block, which sends a
+        row at each call of the function it yields; for rows routed to several connections
+        from one thread."""
+        return self._driver.copying(self._raw, table, columns)
+
 
 def _seconds(value: str | tuple[str, ...] | None, default: float) -> float:
     """A URL query parameter in seconds (``?lock_timeout=10``)."""

@@ -16,8 +16,9 @@ statement is logged at DEBUG on ``trawl.sql`` as it goes to the server.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -79,20 +80,33 @@ class HotPath:
     ) -> None:
         """Stream rows into a table after what is queued: binary COPY on PostgreSQL (the
         rows cannot travel in a pipeline), an executemany over the iterator on SQLite."""
-        names = ", ".join(name for name, _ in columns)
         if not self.pipelined:
+            names = ", ".join(name for name, _ in columns)
             marks = ", ".join("?" * len(columns))
             self._put(raw, f"INSERT INTO {table} ({names}) VALUES ({marks})", rows, many=True)
             return
+        with self.copying(raw, table, columns) as write:
+            for row in rows:
+                write(row)
+
+    @contextlib.contextmanager
+    def copying(
+        self, raw: Any, table: str, columns: Sequence[Column]
+    ) -> Iterator[Callable[[Sequence[Any]], None]]:
+        """PostgreSQL: a binary COPY into a table, after what is queued, open for the block;
+        yields the function that sends one row. Several connections' COPYs can be open at
+        once, fed from one thread."""
+        if not self.pipelined:
+            raise TypeError("copying() is for PostgreSQL; SQLite takes copy()")
         self.flush(raw)
+        names = ", ".join(name for name, _ in columns)
         sql = f"COPY {table} ({names}) FROM STDIN (FORMAT BINARY)"
         if log.isEnabledFor(logging.DEBUG):
             log.debug("%s", sql)
         try:
             with raw.cursor().copy(sql) as copy:
                 copy.set_types([kind for _, kind in columns])
-                for row in rows:
-                    copy.write_row(row)
+                yield copy.write_row
         except self.dialect.loaded_dbapi.Error as error:
             raise self._wrap(raw, sql, None, error) from error
 

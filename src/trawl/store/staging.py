@@ -12,17 +12,28 @@ line wins (in a batch by ``DISTINCT ON``; in a later batch the id is taken by th
 in use as an item or an alias is left as it is and its jobs disabled as "not found" are
 listed again, a tag named twice on one item keeps the first, each created item gets the
 jobs its tags select and one ``item.created`` journal row, in the file's order.
+
+On PostgreSQL the items can be spread over several connections (:class:`ItemStages`), each
+staging and writing its share, the shares writing at the same time: a batch's cost is the
+server's (inserts, index entries, a foreign-key check for each alias, tag and job), so each
+writer keeps one server process busy. Lines go to a connection by their id, so every line
+of an id is in one share, in the file's order, and the first still wins; the journal lists
+each share's items in the file's order, the shares interleaved.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, NamedTuple
 
 from sqlalchemy import exc
 
-from trawl.model.errors import TrawlError
+from trawl.model.errors import TransientConflict, TrawlError
 from trawl.model.records import NewItem
 from trawl.store import codec
 from trawl.store.connection import Database
@@ -30,6 +41,12 @@ from trawl.store.hotpath import Column
 from trawl.store.sql import NEW_JOBS, NOTIFY, q
 
 Clock = Callable[[], float]
+log = logging.getLogger(__name__)
+
+# A batch that lost a deadlock or waited past lock_timeout (a worker holding a job row it
+# would list again) rolled back whole: it is tried again, this often, waiting longer each time.
+RETRIES = 5
+RETRY_WAIT = 0.2  # seconds, times the attempt
 
 _STAGE = "trawl_stage"  # the staged lines: n is the good line's index, from 0
 _MADE = "trawl_made"  # the items a batch created (emptied at each COMMIT)
@@ -163,7 +180,7 @@ _NO_JIT = q("SET LOCAL jit = off")
 
 
 class ItemStage:
-    """Items checked into a temporary table, then written batch by batch."""
+    """One connection's staged items, written batch by batch."""
 
     def __init__(self, db: Database, clock: Clock, created_by: str | None) -> None:
         self.db = db
@@ -186,25 +203,35 @@ class ItemStage:
         for statement in statements:
             self.db.execute(q(statement))
 
-    def add(self, items: Iterable[NewItem]) -> int:
-        """Stage *items* (consumed as they come); returns how many were staged."""
+    def add(self, items: Iterable[NewItem]) -> None:
+        """Stage *items*, consumed as they come."""
         with self.db.scratch():
-            self.db.copy(_STAGE, _COLUMNS, self._rows(items))
-        return self.count
+            self.db.copy(_STAGE, _COLUMNS, map(self.row, items))
 
-    def _rows(self, items: Iterable[NewItem]) -> Iterator[tuple[Any, ...]]:
+    def row(self, item: NewItem) -> tuple[Any, ...]:
+        """*item* as a staged row, the next in this stage's order."""
         by = self.created_by
-        for item in items:
-            detail = codec.dumps({"created_by": by, "tags": dict(item.tags)})
-            tags = codec.dumps(item.tags)
-            yield (self.count, item.id, codec.dumps(item.data), item.niceness, tags, detail)
-            self.count += 1
+        detail = codec.dumps({"created_by": by, "tags": dict(item.tags)})
+        row = (self.count, item.id, codec.dumps(item.data), item.niceness, codec.dumps(item.tags))
+        self.count += 1
+        return (*row, detail)
 
-    def write(self, batch_size: int) -> Iterator[int]:
-        """Write the staged items, *batch_size* a transaction, in the order staged; yields
-        how many each batch created."""
+    def ranges(self, batch_size: int) -> Iterator[tuple[int, int]]:
         for first in range(0, self.count, batch_size):
-            yield self._batch(first, min(first + batch_size, self.count))
+            yield first, min(first + batch_size, self.count)
+
+    def batch(self, first: int, end: int) -> int:
+        """Write staged rows *first* to *end* (excluded) in one transaction, tried again
+        when it lost a deadlock or waited too long for a lock; how many items it created."""
+        for attempt in range(1, RETRIES + 1):
+            try:
+                return self._batch(first, end)
+            except TransientConflict as error:
+                if attempt == RETRIES:
+                    raise
+                log.info("adding items again after a conflict (%s): %s", attempt, error)
+                time.sleep(RETRY_WAIT * attempt)
+        raise AssertionError("unreachable")
 
     def _batch(self, first: int, end: int) -> int:
         with self.db.write():
@@ -233,18 +260,126 @@ class ItemStage:
         return int(made)
 
 
-@contextlib.contextmanager
-def staged(db: Database, clock: Clock, created_by: str | None) -> Iterator[ItemStage]:
-    """An :class:`ItemStage` whose tables exist for the block."""
-    stage = ItemStage(db, clock, created_by)
+class Written(NamedTuple):
+    """One batch written: how many staged items it covered, and how many it created."""
+
+    items: int
+    made: int
+
+
+class ItemStages:
+    """Items staged on one connection, or on PostgreSQL spread over several by id, so that
+    as many transactions write them at once (the database server's work, not trawl's, is
+    what a batch costs). Every line of one id goes to the same connection, so the first of
+    them still wins."""
+
+    def __init__(self, stages: Sequence[ItemStage]) -> None:
+        self.stages = list(stages)
+
+    @property
+    def count(self) -> int:
+        """Items staged."""
+        return sum(stage.count for stage in self.stages)
+
+    @property
+    def writers(self) -> int:
+        return len(self.stages)
+
+    def add(self, items: Iterable[NewItem]) -> int:
+        """Stage *items* (consumed as they come); returns how many are staged in all."""
+        if len(self.stages) == 1:
+            self.stages[0].add(items)
+            return self.count
+        with contextlib.ExitStack() as stack:
+            sends = []
+            for stage in self.stages:
+                stack.enter_context(stage.db.scratch())
+                sends.append(stack.enter_context(stage.db.copying(_STAGE, _COLUMNS)))
+            stages, share = self.stages, len(self.stages)
+            for item in items:
+                k = hash(item.id) % share  # the same id, the same connection, this run
+                sends[k](stages[k].row(item))
+        return self.count
+
+    def write(self, batch_size: int) -> Iterator[Written]:
+        """Write the staged items, *batch_size* a transaction, each connection's in the
+        order staged; yields each batch as it commits."""
+        if len(self.stages) == 1:
+            stage = self.stages[0]
+            for first, end in stage.ranges(batch_size):
+                yield Written(end - first, stage.batch(first, end))
+            return
+        yield from _in_parallel(self.stages, batch_size)
+
+
+def _in_parallel(stages: Sequence[ItemStage], batch_size: int) -> Iterator[Written]:
+    """Each stage's batches in a thread of its own; the first error stops them all (after
+    the batch each is writing) and is raised here."""
+    done: queue.Queue[Written | BaseException | None] = queue.Queue()
+    stop = threading.Event()
+
+    def run(stage: ItemStage) -> None:
+        try:
+            for first, end in stage.ranges(batch_size):
+                if stop.is_set():
+                    break
+                done.put(Written(end - first, stage.batch(first, end)))
+        except BaseException as error:  # handed to the caller's thread, raised there
+            done.put(error)
+        else:
+            done.put(None)
+
+    threads = [
+        threading.Thread(target=run, args=(stage,), name=f"trawl-add-{n}", daemon=True)
+        for n, stage in enumerate(stages)
+    ]
+    for thread in threads:
+        thread.start()
     try:
-        stage.open()
-    except exc.DBAPIError as error:
-        raise _refused(error) from error
-    try:
-        yield stage
+        running = len(threads)
+        while running:
+            got = done.get()
+            if got is None:
+                running -= 1
+            elif isinstance(got, BaseException):
+                raise got
+            else:
+                yield got
     finally:
-        stage.close()
+        stop.set()
+        for thread in threads:
+            thread.join()
+
+
+@contextlib.contextmanager
+def staged(
+    db: Database, clock: Clock, created_by: str | None, *, writers: int = 1
+) -> Iterator[ItemStages]:
+    """:class:`ItemStages` on *db* and, with more than one writer (PostgreSQL), on as many
+    connections more, opened and closed here; their tables exist for the block."""
+    if writers < 1:
+        raise TrawlError(f"writers must be at least 1, not {writers}")
+    if writers > 1 and db.is_sqlite:
+        raise TrawlError(
+            f"{writers} writers asked, but SQLite has one writer: more need PostgreSQL"
+        )
+    extra: list[Database] = []
+    opened: list[ItemStage] = []
+    try:
+        extra.extend(Database(db.url) for _ in range(writers - 1))
+        for conn in (db, *extra):
+            stage = ItemStage(conn, clock, created_by)
+            try:
+                stage.open()
+            except exc.DBAPIError as error:
+                raise _refused(error) from error
+            opened.append(stage)
+        yield ItemStages(opened)
+    finally:
+        for stage in opened:
+            stage.close()
+        for conn in extra:
+            conn.close()
 
 
 def _refused(error: exc.DBAPIError) -> Exception:

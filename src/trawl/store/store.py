@@ -295,12 +295,15 @@ class Store:
         return created
 
     def stage_items(
-        self, *, created_by: str | None = None
-    ) -> AbstractContextManager[staging.ItemStage]:
+        self, *, created_by: str | None = None, writers: int = 1
+    ) -> AbstractContextManager[staging.ItemStages]:
         """For a file of items: stage them as they are checked (``add``), then, once all are
         known good, write them a batch per transaction (``write``), with the rules of
-        :meth:`add_items`. Nothing is written until ``write``; leaving the block unstages."""
-        return staging.staged(self.db, self.clock, created_by)
+        :meth:`add_items`. Nothing is written until ``write``; leaving the block unstages.
+
+        *writers* (PostgreSQL): how many connections write batches at once, this store's
+        and ``writers - 1`` more; the items are spread over them by id."""
+        return staging.staged(self.db, self.clock, created_by, writers=writers)
 
     # -- the job lifecycle ----------------------------------------------------------------
 
