@@ -298,3 +298,28 @@ def test_an_api_server_whose_database_is_away_skips_its_upkeep_quietly(
     assert len(ours) >= 2
     assert {r.levelno for r in ours} == {logging.DEBUG}
     assert "upkeep skipped: the server went away" in ours[0].getMessage()
+
+
+def test_a_database_user_that_may_not_analyze_leaves_the_tables_alone(pg_url: str) -> None:
+    """A user owning neither the tables nor the database would have ANALYZE skip them with a
+    warning, and find them stale again at every look: it does not try."""
+    database = sa.make_url(pg_url).database
+    role = f"no_owner_{database}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        admin.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+        admin.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    try:
+        url = sa.make_url(pg_url).set(username=role).render_as_string(hide_password=False)
+        _add(url, 1500)
+        _until_counted(pg_url, "items", 1500)
+        with Store(url) as store:
+            assert store.stale_statistics() == []
+            assert store.refresh_statistics() == []
+        assert _analyzed(pg_url, "items") == 0
+        with Store(pg_url) as owner:  # the tables' owner still sees them stale
+            assert "items" in owner.stale_statistics()
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f"DROP OWNED BY {role}")
+            admin.execute(f"DROP ROLE {role}")

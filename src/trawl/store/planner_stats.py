@@ -42,17 +42,25 @@ TABLES = tuple(sorted(table.name for table in metadata.sorted_tables))
 # reltuples is -1 for a table never analyzed (or vacuumed): it counts as empty. The
 # figures come from the server's activity statistics, which a busy backend reports every
 # few seconds: they lag a little.
+#
+# Only the owner of a table or of the database (or a member of that role, or a superuser)
+# may ANALYZE it: for any other user the server skips the table with a warning, its
+# statistics stay behind, and every look would find it stale again. Such tables are left
+# to autovacuum (docs/scaling.md says so).
 _STALE = q(
     "SELECT s.relname FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid"
     " WHERE s.schemaname = current_schema() AND s.relname = ANY(CAST(:tables AS text[]))"
     " AND s.n_mod_since_analyze >= greatest(CAST(:floor AS float8),"
     " CAST(:growth AS float8) * greatest(c.reltuples, 0))"
+    " AND (pg_has_role(c.relowner, 'USAGE') OR pg_has_role((SELECT datdba FROM pg_database"
+    " WHERE datname = current_database()), 'USAGE'))"
     " ORDER BY s.relname"
 )
 
 
 def stale(db: Database) -> list[str]:
-    """trawl's tables whose statistics are behind their size (PostgreSQL; [] on SQLite)."""
+    """trawl's tables whose statistics are behind their size and that this database user
+    may analyze (PostgreSQL; [] on SQLite)."""
     if db.is_sqlite:
         return []
     params = {"tables": list(TABLES), "floor": FLOOR, "growth": GROWTH}
