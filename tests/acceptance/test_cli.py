@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -568,6 +569,36 @@ def test_worker_runs_only_the_tasks_asked_for(trawl: Trawl) -> None:
     status = trawl.status()
     assert status["price"]["counts"]["done"] == 1
     assert "boom" not in status
+
+
+STUBBORN_APP = """
+import asyncio
+import trawl
+
+app = trawl.App()
+
+@app.task(tags=["product"], timeout="0.5s", retries=0)
+async def stubborn(ctx: trawl.Context) -> None:
+    while True:  # catches its cancellation and goes on
+        try:
+            await asyncio.sleep(0.1)
+        except asyncio.CancelledError:
+            pass
+"""
+
+
+def test_worker_exits_when_idle_past_a_task_that_swallows_its_cancellation(
+    trawl: Trawl,
+) -> None:
+    trawl.write_app(source=STUBBORN_APP)
+    trawl("add", "sku:1", "--tag", "product")
+    started = time.monotonic()
+    result = trawl.work()  # it used to wait for the task for ever at exit
+    assert time.monotonic() - started < 60
+    assert "abandoned" in result.err
+    assert "left behind at exit: stubborn on sku:1 (attempt 1)" in result.err
+    assert "Task was destroyed" not in result.err
+    assert trawl.status()["stubborn"]["counts"]["failed"] == 1
 
 
 def test_worker_with_two_connections_does_every_job(trawl: Trawl) -> None:

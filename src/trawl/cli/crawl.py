@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -33,6 +32,7 @@ from trawl.crawl.browser.chromium import BrowserUnavailable
 from trawl.crawl.inflight import SLOTS_PER_REQUEST
 from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
+from trawl.runtime import loop as process_loop
 from trawl.runtime.lock import runtime_dir
 from trawl.store.crawls import FETCH_TASK
 from trawl.store.store import Store
@@ -337,7 +337,7 @@ def work(
         progress.reporter(show_progress, crawlview.LOG_EVERY, fmt) as on_progress,
     ):
         plugins = serve_metrics(metrics)
-        last = asyncio.run(
+        last = process_loop.run(
             foreground.run(
                 url,
                 crawl_id,

@@ -22,6 +22,7 @@ import time
 from trawl.engine.commit import commit_resilient
 from trawl.model.errors import DatabaseUnavailable
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport
+from trawl.runtime import loop as process_loop
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.app import App, TaskDef
@@ -58,7 +59,7 @@ class HandoffRunner:
     def run(self, task: str, job_id: int, attempt: int) -> str:
         """Run attempt *attempt* of job *job_id*; returns how it ended ("success",
         "failure", ...), or ``"stale"`` if the attempt was over or already taken."""
-        return asyncio.run(self._run(self.app.get(task), job_id, attempt))
+        return process_loop.run(self._run(self.app.get(task), job_id, attempt))
 
     def close(self) -> None:
         if self._db is not None and self._pid == os.getpid():

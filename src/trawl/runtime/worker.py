@@ -19,6 +19,7 @@ from trawl.engine import claim as engine_claim
 from trawl.model.errors import DatabaseUnavailable
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport
 from trawl.model.states import Outcome
+from trawl.runtime import loop as process_loop
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.app import App, TaskDef
@@ -364,7 +365,8 @@ class Worker:
             loop=asyncio.get_running_loop(),
         )
         running = _Running(job, ctx, self.defs[job.task], time.monotonic())
-        running.task = asyncio.create_task(self._run_job(running))
+        name = f"{job.task} on {job.item_id} (attempt {job.attempt})"  # named at exit if stuck
+        running.task = asyncio.create_task(self._run_job(running), name=name)
         self._running[job.job_id] = running
         self.stats.running = len(self._running)
         if self.hooks.claims:
@@ -629,8 +631,9 @@ def _until(wake_at: float | None, now: float, idle: float) -> float:
 
 
 def run_worker(worker: Worker) -> int:
-    """Run *worker* on a fresh event loop (the CLI's entry point)."""
-    return asyncio.run(worker.run())
+    """Run *worker* on a fresh event loop (the CLI's entry point); a task it abandoned does
+    not keep the process alive after it stopped."""
+    return process_loop.run(worker.run())
 
 
 def _why(result: AttemptResult) -> str:

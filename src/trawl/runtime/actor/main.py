@@ -29,6 +29,7 @@ from trawl.engine.keyed import claim_keyed
 from trawl.model.errors import TrawlError
 from trawl.model.records import ClaimedJob
 from trawl.runtime import logs, procmetrics
+from trawl.runtime import loop as process_loop
 from trawl.runtime.actor.handle import ACTOR_DB, EXIT_REPLACE, EXIT_START_FAILED, owner_id
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo, actor_key, set_current
@@ -83,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         owner=owner_id(os.getpid(), args.token),
         tasks=(task.name,),
     )
-    return asyncio.run(_run(app, task, info, args))
+    return process_loop.run(_run(app, task, info, args))
 
 
 async def _run(app: App, task: TaskDef, info: ActorInfo, args: argparse.Namespace) -> int:
