@@ -32,10 +32,28 @@ def tags_from_json(value: Any) -> Tags:
     if isinstance(value, dict):
         pairs: Iterable[tuple[Any, Any]] = value.items()
     elif isinstance(value, list):
+        if all(type(entry) is str for entry in value):  # names only: the common form
+            return tuple([(_checked_tag(name), None) for name in value])
         pairs = [_tag_pair(entry) for entry in value]
     else:
         raise InvalidInput(f'"tags" must be a list or an object, got {_kind(value)}')
-    return tuple((check_tag(name), _tag_value(name, v)) for name, v in pairs)
+    return tuple([(_checked_tag(name), _tag_value(name, v)) for name, v in pairs])
+
+
+# A file of a million items names a handful of tags: each name is checked once. Bounded,
+# so a file of ever new names costs memory no more than the check costs time.
+_TAGS_SEEN: set[str] = set()
+_TAGS_SEEN_MAX = 10_000
+
+
+def _checked_tag(name: Any) -> str:
+    if type(name) is str and name in _TAGS_SEEN:
+        return name
+    checked = check_tag(name)
+    if len(_TAGS_SEEN) >= _TAGS_SEEN_MAX:
+        _TAGS_SEEN.clear()
+    _TAGS_SEEN.add(checked)
+    return checked
 
 
 def _tag_pair(entry: Any) -> tuple[Any, Any]:
@@ -78,6 +96,8 @@ def item_from_json(
 
 def _merge(own: Tags, extra: Tags) -> Tags:
     if not extra:
+        if len(own) < 2:
+            return own  # nothing named twice
         return tuple(dict(own).items())
     return tuple({**dict(own), **dict(extra)}.items())
 
