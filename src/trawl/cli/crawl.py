@@ -337,6 +337,7 @@ def work(
         progress.reporter(show_progress, crawlview.LOG_EVERY, fmt) as on_progress,
     ):
         plugins = serve_metrics(metrics)
+        live = on_progress is not None and on_progress.live
         last = process_loop.run(
             foreground.run(
                 url,
@@ -346,9 +347,10 @@ def work(
                 on_progress=on_progress,
                 plugins=plugins,
                 share=share,
-                # A helper shows nothing: it counts pages only to see the crawl end, and
-                # each count is a scan of the crawl's pages on the server.
-                every=foreground.EVERY_MAX if processes < share else foreground.EVERY,
+                # Each count is a scan of the crawl's pages: only a live line wants one
+                # twice a second. Without it (a helper, --no-progress, a log) they come
+                # every 5 s, and at once when the worker runs out of work.
+                every=foreground.EVERY if live and processes >= share else foreground.EVERY_MAX,
             )
         )
     click.echo(crawlview.summary(last))

@@ -36,7 +36,8 @@ async def run(
     """Work on the database's crawls until crawl *crawl_id* is finished or aborted, or a
     signal stops the worker; returns the crawl's last progress. *share*: processes working
     on the crawl together, this one included (each keeps to its part of the concurrency).
-    *every*: how often, at least, the crawl's pages are counted (the live line's pace)."""
+    *every*: how often, at least, the crawl's pages are counted (a live line's pace), and
+    at most every :data:`EVERY` once the worker runs out of work, to see the crawl end."""
     state.runtime().in_flight = InFlight(share)
     app = make_app(url, lease=lease)
     app.plugins.extend(plugins)
@@ -77,6 +78,19 @@ async def _watch(
             worker.stop()
             return last
         # Counting a big crawl's pages takes a while: keep it under a tenth of the time.
-        done, _ = await asyncio.wait([working], timeout=max(every, min(EVERY_MAX, 10 * cost)))
+        soonest = max(min(every, EVERY), min(EVERY_MAX, 10 * cost))
+        done, _ = await asyncio.wait([working], timeout=soonest)
         if done:
             return last
+        # Past that, count again at the display's pace, or as soon as the worker finds
+        # nothing to claim: the crawl may be over.
+        if every > soonest and not worker.dry.is_set():
+            dry = asyncio.create_task(worker.dry.wait())
+            try:
+                done, _ = await asyncio.wait(
+                    [working, dry], timeout=every - soonest, return_when=asyncio.FIRST_COMPLETED
+                )
+            finally:
+                dry.cancel()
+            if working in done:
+                return last

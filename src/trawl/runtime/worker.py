@@ -142,6 +142,9 @@ class Worker:
         self._next_sweep = 0.0
         self.clock = clock or WorkerClock()
         self._wake = asyncio.Event()  # something to claim, commit or stop for
+        # Set while the last claim found nothing due and nothing runs or waits here: the
+        # work may be over (a crawl's watcher then counts its pages at once).
+        self.dry = asyncio.Event()
         self._commit_wanted = asyncio.Event()
         self.backend: Backend = backend or LocalBackend(
             self.url,
@@ -285,14 +288,16 @@ class Worker:
             for job in batch.jobs:
                 self._start(job)
             if batch.jobs:
+                self.dry.clear()
                 idle_delay, idle_since = 0.01, None
                 continue
-            if (
-                self.exit_when_idle
-                and self._idle(epoch)
+            idle = (
+                self._idle(epoch)
                 and batch.wake_at is None
-                and (time.monotonic() >= self._retries_until)
-            ):
+                and time.monotonic() >= self._retries_until
+            )
+            (self.dry.set if idle else self.dry.clear)()
+            if self.exit_when_idle and idle:
                 idle_since = idle_since or time.monotonic()
                 if time.monotonic() - idle_since >= self.linger:
                     return
