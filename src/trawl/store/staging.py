@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import exc
 
-from trawl.model.errors import TransientConflict, TrawlError
+from trawl.model.errors import DatabaseUnavailable, TransientConflict, TrawlError
 from trawl.model.records import NewItem
 from trawl.store import codec
 from trawl.store.connection import Database
@@ -373,6 +373,13 @@ def staged(
                 stage.open()
             except exc.DBAPIError as error:
                 raise _refused(error) from error
+            except DatabaseUnavailable as error:
+                if conn is db:
+                    raise
+                raise DatabaseUnavailable(
+                    f"{error} (writer {len(opened) + 1} of {writers}: each writer needs a"
+                    " connection of its own; --writers 1 uses only one)"
+                ) from error
             opened.append(stage)
         yield ItemStages(opened)
     finally:
