@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import time
 from typing import Any
@@ -15,7 +16,9 @@ from tests.integration.helpers import item, job_of, sql_statements_by_thread
 from trawl.engine.claim import ClaimBatch
 from trawl.model.errors import DatabaseUnavailable
 from trawl.model.records import FailureRecord
+from trawl.runtime import loop as process_loop
 from trawl.runtime import worker as worker_module
+from trawl.runtime.actor.handle import EXIT_REPLACE
 from trawl.runtime.backend import LocalBackend, LocalLane
 from trawl.runtime.worker import Worker
 from trawl.store.store import Store
@@ -176,6 +179,34 @@ async def _stubborn(ended: list[float]) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.sleep(0.5)
     ended.append(time.time())
+
+
+def test_as_many_abandoned_attempts_as_slots_stop_the_worker_to_be_started_afresh(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each abandoned attempt goes on unseen, and only the process's end stops it: once as
+    many run as the worker has slots, it stops claiming and exits with status 3 (what an
+    actor exits with to be replaced). Fewer leave it running."""
+    app = trawl.App()
+    ended: list[float] = []
+
+    @app.task(tags=["product"], timeout="0.3s", retries=0)
+    async def price(ctx: trawl.Context) -> dict[str, Any]:
+        if ctx.id in ("sku:0", "sku:1"):
+            await _stubborn(ended)
+        return {"ok": True}
+
+    products(db_url, 2)
+    monkeypatch.setattr(worker_module, "CANCEL_GRACE", 0.3)
+    worker = Worker(app, url=db_url, concurrency=2, exit_when_idle=True, grace=5)
+    with caplog.at_level(logging.ERROR, logger="trawl.worker"):
+        assert process_loop.run(worker.run(), grace=0.1) == EXIT_REPLACE == 3
+    assert "2 abandoned attempts are still running" in caplog.text
+    assert {f.item_id for f in failures(db_url)} == {"sku:0", "sku:1"}
+
+    add(db_url, *(item(f"sku:{n}", "product") for n in range(2, 5)))
+    worker = Worker(app, url=db_url, concurrency=8, exit_when_idle=True, grace=5)
+    assert process_loop.run(worker.run(), grace=0.1) == 0  # no abandoned attempt left
 
 
 def test_a_stopping_worker_does_not_wait_for_a_task_that_swallows_its_cancellation(

@@ -20,6 +20,7 @@ from trawl.model.errors import DatabaseUnavailable
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport
 from trawl.model.states import Outcome
 from trawl.runtime import loop as process_loop
+from trawl.runtime.actor.handle import EXIT_REPLACE
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.app import App, TaskDef
@@ -142,6 +143,10 @@ class Worker:
         self._next_sweep = 0.0
         self.clock = clock or WorkerClock()
         self._wake = asyncio.Event()  # something to claim, commit or stop for
+        # Attempts abandoned while still running (they caught their cancellation): each
+        # goes on unseen, so as many as there are slots stop the worker (_shed_if_overloaded).
+        self._abandoned: set[asyncio.Task[None]] = set()
+        self._shed = False
         # Set while the last claim found nothing due and nothing runs or waits here: the
         # work may be over (a crawl's watcher then counts its pages at once).
         self.dry = asyncio.Event()
@@ -181,7 +186,7 @@ class Worker:
         finally:
             await self.backend.close()
         log.info("worker %s stopped: %s", self.owner, self.stats.line())
-        return 0
+        return EXIT_REPLACE if self._shed else 0
 
     async def _serve(self, lanes: list[Lane]) -> None:
         helpers = [
@@ -412,7 +417,24 @@ class Worker:
                 CANCEL_GRACE,
                 result.outcome,
             )
+            if not running.task.done():
+                self._abandoned.add(running.task)
+                running.task.add_done_callback(self._abandoned.discard)
+                self._shed_if_overloaded()
         self._finished(running, result)
+
+    def _shed_if_overloaded(self) -> None:
+        if len(self._abandoned) < self.concurrency or self._shed:
+            return
+        self._shed = True
+        log.error(
+            "%d abandoned attempts are still running (tasks that catch their cancellation),"
+            " as many as this worker has slots, and only the process's end stops them:"
+            " the worker stops and exits with status %d to be started afresh",
+            len(self._abandoned),
+            EXIT_REPLACE,
+        )
+        self.stop()
 
     def _finished(self, running: _Running, result: AttemptResult) -> None:
         if self.hooks.ticks and running.began:

@@ -113,12 +113,12 @@ async def _run(app: App, task: TaskDef, info: ActorInfo, args: argparse.Namespac
         worker.hooks.actor = info
         set_current(info)
         try:
-            await worker.run()
+            code = await worker.run()  # EXIT_REPLACE: it shed abandoned async attempts
         finally:
             await _shutdown(task, info, resource)
     finally:
         beat.cancel()
-    return EXIT_REPLACE if shed.tripped else 0
+    return EXIT_REPLACE if shed.tripped or code == EXIT_REPLACE else 0
 
 
 async def _shutdown(task: TaskDef, info: ActorInfo, resource: Any) -> None:
