@@ -3,7 +3,8 @@
 The same rows as ``enqueue batch`` (each item tagged ``noop``, so it gets its job), at a size
 where start-up no longer hides the per-item cost and where the file cannot be held in memory
 whole: ``trawl add --file`` timed from start to exit, the raw-SQL insert of the same rows in
-one transaction, and on PostgreSQL the same rows by COPY (what the server's work for them
+one transaction, and on PostgreSQL ``trawl add --file --writers 1`` (the default is two),
+the same rows by COPY (what the server's work for them
 costs at the least: no conflict handling, nothing checked) and pgqueuer's one ``enqueue()``
 call, run back to back. A run takes minutes, so each row gets ``plan.large_runs`` runs (1 by
 default) instead of three.
@@ -36,6 +37,18 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
     set_ratio(trawl, raw)
     rows = [raw, trawl]
     if backend.dialect == "postgresql":
+        # The default is two writers on PostgreSQL: one, as before it, in the same run.
+        one = enqueue.measure(
+            large,
+            backend,
+            name,
+            "trawl",
+            "trawl add --file --writers 1",
+            count,
+            enqueue.cli_adder("--writers", "1"),
+        )
+        set_ratio(one, raw)
+        rows.append(one)
         copy = enqueue.measure(
             large,
             backend,

@@ -123,16 +123,25 @@ def _check(url: str, count: int) -> None:
         raise RuntimeError(f"added {count} items but {jobs} jobs are queued")
 
 
-def cli(url: str, items: list[tuple[str, str]]) -> float:
-    with tempfile.TemporaryDirectory(prefix="trawl-bench-") as tmp:
-        path = Path(tmp) / "items.jsonl"
-        with path.open("w") as file:
-            for item_id, data in items:
-                file.write(f'{{"id": "{item_id}", "tags": ["{TAG}"], "data": {data}}}\n')
-        command = [str(workers.VENV_BIN / "trawl"), "--db", url, "add", "--file", str(path)]
-        started = time.perf_counter()
-        subprocess.run(command, check=True, capture_output=True)
-        return time.perf_counter() - started
+def cli_adder(*options: str) -> Adder:
+    """``trawl add --file`` with *options*, timed from its start to its exit."""
+
+    def add(url: str, items: list[tuple[str, str]]) -> float:
+        with tempfile.TemporaryDirectory(prefix="trawl-bench-") as tmp:
+            path = Path(tmp) / "items.jsonl"
+            with path.open("w") as file:
+                for item_id, data in items:
+                    file.write(f'{{"id": "{item_id}", "tags": ["{TAG}"], "data": {data}}}\n')
+            trawl = str(workers.VENV_BIN / "trawl")
+            command = [trawl, "--db", url, "add", "--file", str(path), *options]
+            started = time.perf_counter()
+            subprocess.run(command, check=True, capture_output=True)
+            return time.perf_counter() - started
+
+    return add
+
+
+cli = cli_adder()
 
 
 def _store(*, per_item: bool) -> Adder:
