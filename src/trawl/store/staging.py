@@ -210,11 +210,10 @@ class ItemStage:
 
     def row(self, item: NewItem) -> tuple[Any, ...]:
         """*item* as a staged row, the next in this stage's order."""
-        by = self.created_by
-        detail = codec.dumps({"created_by": by, "tags": dict(item.tags)})
-        row = (self.count, item.id, codec.dumps(item.data), item.niceness, codec.dumps(item.tags))
-        self.count += 1
-        return (*row, detail)
+        detail = codec.dumps({"created_by": self.created_by, "tags": dict(item.tags)})
+        data, tags = codec.dumps(item.data), codec.dumps(item.tags)
+        n, self.count = self.count, self.count + 1
+        return (n, item.id, data, item.niceness, tags, detail)
 
     def ranges(self, batch_size: int) -> Iterator[tuple[int, int]]:
         for first in range(0, self.count, batch_size):
@@ -280,10 +279,6 @@ class ItemStages:
     def count(self) -> int:
         """Items staged."""
         return sum(stage.count for stage in self.stages)
-
-    @property
-    def writers(self) -> int:
-        return len(self.stages)
 
     def add(self, items: Iterable[NewItem]) -> int:
         """Stage *items* (consumed as they come); returns how many are staged in all."""
