@@ -16,6 +16,7 @@ from tests.integration.helpers import item, job_of, sql_statements_by_thread
 from trawl.engine.claim import ClaimBatch
 from trawl.model.errors import DatabaseUnavailable
 from trawl.model.records import FailureRecord
+from trawl.runtime import attempt as attempt_module
 from trawl.runtime import loop as process_loop
 from trawl.runtime import worker as worker_module
 from trawl.runtime.actor.handle import EXIT_REPLACE
@@ -207,6 +208,30 @@ def test_as_many_abandoned_attempts_as_slots_stop_the_worker_to_be_started_afres
     add(db_url, *(item(f"sku:{n}", "product") for n in range(2, 5)))
     worker = Worker(app, url=db_url, concurrency=8, exit_when_idle=True, grace=5)
     assert process_loop.run(worker.run(), grace=0.1) == 0  # no abandoned attempt left
+
+
+def test_plain_def_tasks_stuck_past_their_timeout_count_as_abandoned_too(db_url: str) -> None:
+    """A thread cannot be stopped: past its timeout the attempt fails and its thread runs on.
+    As many such threads as slots stop the worker with status 3, as abandoned async tasks do."""
+    app = trawl.App()
+    release = threading.Event()
+
+    @app.task(tags=["product"], timeout="0.3s", retries=0)
+    def price(ctx: trawl.Context) -> None:
+        release.wait(30)  # stuck, like a blocking call without a timeout
+
+    products(db_url, 2)
+    worker = Worker(app, url=db_url, concurrency=2, exit_when_idle=True, grace=5)
+    try:
+        assert process_loop.run(worker.run(), grace=0.1) == EXIT_REPLACE
+        assert attempt_module.stuck_threads() == 2
+        assert {f.error_type for f in failures(db_url)} == {"TaskTimeout"}
+    finally:
+        release.set()
+    deadline = time.monotonic() + 10
+    while attempt_module.stuck_threads():
+        assert time.monotonic() < deadline, "the released threads never ended"
+        time.sleep(0.05)
 
 
 def test_a_stopping_worker_does_not_wait_for_a_task_that_swallows_its_cancellation(

@@ -125,11 +125,26 @@ def _in_daemon_thread(
             value, error = fn(ctx), None
         except BaseException as failure:
             value, error = None, failure
+        finally:
+            _running_threads.pop(threading.current_thread(), None)
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
             loop.call_soon_threadsafe(settle, value, error)
 
-    threading.Thread(target=run, name=f"trawl-task-{ctx.task}", daemon=True).start()
+    thread = threading.Thread(target=run, name=f"trawl-task-{ctx.task}", daemon=True)
+    _running_threads[thread] = future
+    thread.start()
     return future
+
+
+# Each plain def task's thread while it runs, with the future its attempt waits on.
+_running_threads: dict[threading.Thread, asyncio.Future[Any]] = {}
+
+
+def stuck_threads() -> int:
+    """Threads of plain ``def`` tasks still running after their attempt stopped waiting for
+    them (past the timeout, or released at shutdown): nothing can stop them but the process's
+    end."""
+    return sum(1 for future in list(_running_threads.values()) if future.done())
 
 
 def _ended(ctx: Context) -> Outcome:

@@ -24,7 +24,7 @@ from trawl.runtime.actor.handle import EXIT_REPLACE
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.app import App, TaskDef
-from trawl.runtime.attempt import abandoned, released, run_attempt
+from trawl.runtime.attempt import abandoned, released, run_attempt, stuck_threads
 from trawl.runtime.backend import Backend, Lane, LocalBackend
 from trawl.runtime.clock import CHECK_EVERY, WorkerClock
 from trawl.runtime.context import Context
@@ -143,8 +143,9 @@ class Worker:
         self._next_sweep = 0.0
         self.clock = clock or WorkerClock()
         self._wake = asyncio.Event()  # something to claim, commit or stop for
-        # Attempts abandoned while still running (they caught their cancellation): each
-        # goes on unseen, so as many as there are slots stop the worker (_shed_if_overloaded).
+        # Async attempts abandoned while still running (they caught their cancellation):
+        # each goes on unseen, as does a plain def task's thread past its timeout, so as
+        # many of both as there are slots stop the worker (_shed_if_overloaded).
         self._abandoned: set[asyncio.Task[None]] = set()
         self._shed = False
         # Set while the last claim found nothing due and nothing runs or waits here: the
@@ -396,6 +397,8 @@ class Worker:
         finally:
             if not running.abandoned:
                 self._forget(running)
+            if not d.is_async:  # its thread runs on if it timed out
+                self._shed_if_overloaded()
         if not running.abandoned:  # else its result went in when it was abandoned
             self._finished(running, result)
 
@@ -424,14 +427,18 @@ class Worker:
         self._finished(running, result)
 
     def _shed_if_overloaded(self) -> None:
-        if len(self._abandoned) < self.concurrency or self._shed:
+        if self._shed or self._stopping:  # a stopping worker exits anyway
+            return
+        left = len(self._abandoned) + stuck_threads()
+        if left < self.concurrency:
             return
         self._shed = True
         log.error(
-            "%d abandoned attempts are still running (tasks that catch their cancellation),"
-            " as many as this worker has slots, and only the process's end stops them:"
-            " the worker stops and exits with status %d to be started afresh",
-            len(self._abandoned),
+            "%d abandoned attempts are still running (async tasks that caught their"
+            " cancellation, plain def tasks past their timeout), as many as this worker has"
+            " slots, and only the process's end stops them: the worker stops and exits with"
+            " status %d to be started afresh",
+            left,
             EXIT_REPLACE,
         )
         self.stop()
