@@ -24,7 +24,7 @@ from trawl.runtime.actor.handle import EXIT_REPLACE
 from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.app import App, TaskDef
-from trawl.runtime.attempt import abandoned, released, run_attempt, stuck_threads
+from trawl.runtime.attempt import TaskTimeout, abandoned, released, run_attempt, stuck_threads
 from trawl.runtime.backend import Backend, Lane, LocalBackend
 from trawl.runtime.clock import CHECK_EVERY, WorkerClock
 from trawl.runtime.context import Context
@@ -376,8 +376,7 @@ class Worker:
             loop=asyncio.get_running_loop(),
         )
         running = _Running(job, ctx, self.defs[job.task], time.monotonic())
-        name = f"{job.task} on {job.item_id} (attempt {job.attempt})"  # named at exit if stuck
-        running.task = asyncio.create_task(self._run_job(running), name=name)
+        running.task = asyncio.create_task(self._run_job(running))
         self._running[job.job_id] = running
         self.stats.running = len(self._running)
         if self.hooks.claims:
@@ -397,8 +396,8 @@ class Worker:
         finally:
             if not running.abandoned:
                 self._forget(running)
-            if not d.is_async:  # its thread runs on if it timed out
-                self._shed_if_overloaded()
+        if not d.is_async and _timed_out(result):  # its thread runs on
+            self._shed_if_overloaded()
         if not running.abandoned:  # else its result went in when it was abandoned
             self._finished(running, result)
 
@@ -421,6 +420,10 @@ class Worker:
                 result.outcome,
             )
             if not running.task.done():
+                # named so that, left behind at exit (loop.py), the warning says which
+                running.task.set_name(
+                    f"{running.job.task} on {running.job.item_id} (attempt {running.job.attempt})"
+                )
                 self._abandoned.add(running.task)
                 running.task.add_done_callback(self._abandoned.discard)
                 self._shed_if_overloaded()
@@ -668,6 +671,10 @@ def run_worker(worker: Worker) -> int:
     """Run *worker* on a fresh event loop (the CLI's entry point); a task it abandoned does
     not keep the process alive after it stopped."""
     return process_loop.run(worker.run())
+
+
+def _timed_out(result: AttemptResult) -> bool:
+    return result.failure is not None and result.failure.error_type == TaskTimeout.__name__
 
 
 def _why(result: AttemptResult) -> str:
