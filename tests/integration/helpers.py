@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 
 from trawl.engine import backoff
@@ -232,3 +233,33 @@ def _statements() -> Iterator[tuple[list[str], list[tuple[str, str]]]]:
         sa.event.remove(sa.Engine, "before_cursor_execute", through_sqlalchemy)
         SQL_LOG.removeHandler(handler)
         SQL_LOG.setLevel(level)
+
+
+@contextmanager
+def database_user(
+    pg_url: str,
+    name: str,
+    *,
+    options: str = "",
+    setup: Iterable[str] = (),
+    undo: Iterable[str] = (),
+) -> Iterator[str]:
+    """A login role *name* on *pg_url*'s database (``CREATE ROLE name LOGIN options``) with
+    every right on its tables and sequences but owning none; *setup* runs after the grants,
+    *undo* before the role is dropped. Yields the URL that connects as it."""
+    database = sa.make_url(pg_url).database
+    role = f"{name}_{database}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN {options}")
+        admin.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+        admin.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
+        for statement in setup:
+            admin.execute(statement.format(database=database))
+    try:
+        yield sa.make_url(pg_url).set(username=role).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            for statement in undo:
+                admin.execute(statement.format(database=database))
+            admin.execute(f"DROP OWNED BY {role}")
+            admin.execute(f"DROP ROLE {role}")

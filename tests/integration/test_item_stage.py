@@ -19,6 +19,7 @@ from tests.integration.helpers import (
     FakeClock,
     claim_one,
     commit_one,
+    database_user,
     failure,
     item,
     job_of,
@@ -224,21 +225,14 @@ def test_a_journal_statement_runs_only_if_its_transaction_or_savepoint_holds(
 def test_a_stage_needs_a_database_user_that_may_create_temporary_tables(
     pg_url: str, clock: FakeClock
 ) -> None:
-    database = sa.make_url(pg_url).database
-    role = f"no_temp_{database}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f"CREATE ROLE {role} LOGIN")
-        admin.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
-        admin.execute(f"REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC")
-    try:
-        url = sa.make_url(pg_url).set(username=role).render_as_string(hide_password=False)
-        with Store(url, clock=clock) as store, pytest.raises(TrawlError, match="TEMPORARY"):
-            stage_and_write(store, [item("t:1")], 10)
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(f"GRANT TEMPORARY ON DATABASE {database} TO PUBLIC")
-            admin.execute(f"DROP OWNED BY {role}")
-            admin.execute(f"DROP ROLE {role}")
+    revoke = "REVOKE TEMPORARY ON DATABASE {database} FROM PUBLIC"
+    grant = "GRANT TEMPORARY ON DATABASE {database} TO PUBLIC"
+    with (
+        database_user(pg_url, "no_temp", setup=[revoke], undo=[grant]) as url,
+        Store(url, clock=clock) as store,
+        pytest.raises(TrawlError, match="TEMPORARY"),
+    ):
+        stage_and_write(store, [item("t:1")], 10)
 
 
 def stage_then_lose_the_connection(store: Store, admin_url: str) -> None:

@@ -23,6 +23,7 @@ from tests.integration.helpers import (
     FakeClock,
     claim_one,
     commit_one,
+    database_user,
     failure,
     item,
     job_of,
@@ -184,24 +185,15 @@ def test_a_batch_that_keeps_losing_stops_every_writer_and_is_raised(
 def test_a_writer_the_server_refuses_a_connection_says_so_and_stages_nothing(
     pg_url: str, clock: FakeClock
 ) -> None:
-    database = sa.make_url(pg_url).database
-    role = f"one_conn_{database}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f"CREATE ROLE {role} LOGIN CONNECTION LIMIT 1")
-        admin.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
-        admin.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
-    try:
-        url = sa.make_url(pg_url).set(username=role).render_as_string(hide_password=False)
-        with Store(url, clock=clock) as store:
-            with pytest.raises(
-                DatabaseUnavailable,
-                match="writer 2 of 2: each writer needs a connection of its own",
-            ):
-                stage_and_write(store, [item("r:1")], 10, writers=2)
-            assert store.get_item("r:1") is None
-            # the store's own connection still works, and one writer is enough
-            assert stage_and_write(store, [item("r:1")], 10, writers=1) == [1]
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(f"DROP OWNED BY {role}")
-            admin.execute(f"DROP ROLE {role}")
+    with (
+        database_user(pg_url, "one_conn", options="CONNECTION LIMIT 1") as url,
+        Store(url, clock=clock) as store,
+    ):
+        with pytest.raises(
+            DatabaseUnavailable,
+            match="writer 2 of 2: each writer needs a connection of its own",
+        ):
+            stage_and_write(store, [item("r:1")], 10, writers=2)
+        assert store.get_item("r:1") is None
+        # the store's own connection still works, and one writer is enough
+        assert stage_and_write(store, [item("r:1")], 10, writers=1) == [1]

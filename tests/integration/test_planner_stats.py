@@ -18,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 import trawl
-from tests.integration.helpers import item
+from tests.integration.helpers import database_user, item
 from trawl.model.errors import DatabaseUnavailable
 from trawl.runtime import backend as backend_module
 from trawl.runtime import worker as worker_module
@@ -222,27 +222,34 @@ def test_the_api_server_keeps_the_statistics_up(pg_url: str) -> None:
     asyncio.run(serve())
 
 
-def test_the_api_server_logs_a_failing_upkeep_and_goes_on(
-    pg_url: str, caplog: pytest.LogCaptureFixture
-) -> None:
+def _upkeep_failing_thrice(pg_url: str, error: Exception) -> list[float]:
+    """The API server's upkeep on a pool whose every call raises *error*, run until it
+    tried three times; when each try was made."""
     calls: list[float] = []
     third = asyncio.Event()
 
-    class Broken(Stores):
+    class Failing(Stores):
         async def run(self, fn: Any) -> Any:
             calls.append(time.monotonic())
             if len(calls) == 3:
                 third.set()
-            raise RuntimeError("the statistics view is gone")
+            raise error
 
     async def serve() -> None:
-        upkeep = Upkeep(Broken(pg_url, 1), every=0.02)
+        upkeep = Upkeep(Failing(pg_url, 1), every=0.02)
         upkeep.start()
         await asyncio.wait_for(third.wait(), WAIT)
         await upkeep.stop()
 
+    asyncio.run(serve())
+    return calls
+
+
+def test_the_api_server_logs_a_failing_upkeep_and_goes_on(
+    pg_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING, logger="trawl.server"):
-        asyncio.run(serve())
+        _upkeep_failing_thrice(pg_url, RuntimeError("the statistics view is gone"))
     failed = [r for r in caplog.records if r.getMessage().startswith("upkeep failed")]
     assert len(failed) >= 2
     assert "the statistics view is gone" in (failed[0].exc_text or "")
@@ -276,24 +283,8 @@ def test_a_worker_whose_database_is_away_skips_its_upkeep_quietly(
 def test_an_api_server_whose_database_is_away_skips_its_upkeep_quietly(
     pg_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    calls: list[float] = []
-    third = asyncio.Event()
-
-    class Away(Stores):
-        async def run(self, fn: Any) -> Any:
-            calls.append(time.monotonic())
-            if len(calls) == 3:
-                third.set()
-            raise DatabaseUnavailable("the server went away")
-
-    async def serve() -> None:
-        upkeep = Upkeep(Away(pg_url, 1), every=0.02)
-        upkeep.start()
-        await asyncio.wait_for(third.wait(), WAIT)
-        await upkeep.stop()
-
     with caplog.at_level(logging.DEBUG, logger="trawl.server"):
-        asyncio.run(serve())
+        _upkeep_failing_thrice(pg_url, DatabaseUnavailable("the server went away"))
     ours = [r for r in caplog.records if r.getMessage().startswith("upkeep")]
     assert len(ours) >= 2
     assert {r.levelno for r in ours} == {logging.DEBUG}
@@ -303,14 +294,7 @@ def test_an_api_server_whose_database_is_away_skips_its_upkeep_quietly(
 def test_a_database_user_that_may_not_analyze_leaves_the_tables_alone(pg_url: str) -> None:
     """A user owning neither the tables nor the database would have ANALYZE skip them with a
     warning, and find them stale again at every look: it does not try."""
-    database = sa.make_url(pg_url).database
-    role = f"no_owner_{database}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(f"CREATE ROLE {role} LOGIN")
-        admin.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
-        admin.execute(f"GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {role}")
-    try:
-        url = sa.make_url(pg_url).set(username=role).render_as_string(hide_password=False)
+    with database_user(pg_url, "no_owner") as url:
         _add(url, 1500)
         _until_counted(pg_url, "items", 1500)
         with Store(url) as store:
@@ -319,7 +303,3 @@ def test_a_database_user_that_may_not_analyze_leaves_the_tables_alone(pg_url: st
         assert _analyzed(pg_url, "items") == 0
         with Store(pg_url) as owner:  # the tables' owner still sees them stale
             assert "items" in owner.stale_statistics()
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(f"DROP OWNED BY {role}")
-            admin.execute(f"DROP ROLE {role}")
