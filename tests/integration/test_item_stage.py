@@ -245,6 +245,19 @@ def stage_then_lose_the_connection(store: Store, admin_url: str) -> None:
         list(stage.write(10))
 
 
+def test_a_copy_fed_a_row_at_a_time_is_for_postgresql(store: Store) -> None:
+    if store.is_sqlite:
+        with pytest.raises(TypeError, match="copying\\(\\) is for PostgreSQL"):
+            store.db.copying("trawl_stage", [("n", "int8")]).__enter__()
+        return
+    with store.db.scratch():
+        store.db.execute(sa.text("CREATE TEMP TABLE t_rows (n int8) ON COMMIT DROP"))
+        with store.db.copying("t_rows", [("n", "int8")]) as send:
+            for n in range(3):
+                send((n,))
+        assert store.db.execute(sa.text("SELECT sum(n) FROM t_rows")).scalar() == 3
+
+
 def test_writers_are_at_least_one_and_sqlite_has_one(store: Store) -> None:
     with pytest.raises(TrawlError, match="writers must be at least 1, not 0"):
         stage_and_write(store, [item("w:1")], 10, writers=0)

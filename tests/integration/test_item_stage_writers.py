@@ -116,6 +116,25 @@ def test_writers_use_their_own_connections_and_close_them(store: Store, pg_url: 
     assert not [t for t in threading.enumerate() if t.name.startswith("trawl-add-")]
 
 
+def test_a_caller_that_stops_reading_the_batches_stops_the_writers(store: Store) -> None:
+    """Leaving the loop over ``write`` (an error in the caller, Ctrl-C) stops each writer after
+    its batch and waits for it; what was written is whole and the rest can follow."""
+    items = [item(f"e:{n}", "product") for n in range(400)]
+    store.register_tasks(TASKS)
+    with store.stage_items(writers=2) as stage:
+        stage.add(iter(items))
+        batches = stage.write(5)
+        first = next(batches)
+        batches.close()
+        assert not [t for t in threading.enumerate() if t.name.startswith("trawl-add-")]
+    assert first.made == 5
+    created = [v for v in (store.get_item(i.id) for i in items) if v is not None]
+    assert 5 <= len(created) < 400
+    for view in created:
+        assert [j.task for j in view.jobs] == ["price"]
+    assert sum(stage_and_write(store, items, 5, writers=2)) == 400 - len(created)
+
+
 def hold_job_row(pg_url: str, job_id: int) -> psycopg.Connection:
     """Another session holding the job's row lock, as a committing worker would."""
     holder = psycopg.connect(pg_url)
