@@ -222,15 +222,13 @@ class ItemStage:
     def batch(self, first: int, end: int) -> int:
         """Write staged rows *first* to *end* (excluded) in one transaction, tried again
         when it lost a deadlock or waited too long for a lock; how many items it created."""
-        for attempt in range(1, RETRIES + 1):
+        for attempt in range(1, RETRIES):
             try:
                 return self._batch(first, end)
             except TransientConflict as error:
-                if attempt == RETRIES:
-                    raise
                 log.info("adding items again after a conflict (%s): %s", attempt, error)
                 time.sleep(RETRY_WAIT * attempt)
-        raise AssertionError("unreachable")
+        return self._batch(first, end)  # the last try: its conflict is raised
 
     def _batch(self, first: int, end: int) -> int:
         with self.db.write():
