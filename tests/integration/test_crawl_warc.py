@@ -7,8 +7,10 @@ import asyncio
 import hashlib
 import io
 import os
+import re
 import subprocess
 import sys
+import zlib
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -224,3 +226,49 @@ def test_records_keep_the_exchange_as_it_went_over_the_wire(tmp_path: Path) -> N
     digests = [v for k, v in revisit.rec_headers.headers if k == "WARC-Payload-Digest"]
     assert digests == [cut.digest], "one payload digest, the original's"
     assert revisit.rec_headers.get_header("WARC-Refers-To-Target-URI") == "http://h.test/big"
+
+
+@pytest.mark.parametrize(
+    "size",
+    [0, 1, 200, 511, 512, 513, 4095, 40_000, 1 << 15, warc.WHOLE - 1, warc.WHOLE, warc.WHOLE + 1],
+)
+def test_records_of_any_size_are_whole_gzip_members_with_right_digests(
+    tmp_path: Path, size: int
+) -> None:
+    """Small records are compressed in one call with a window sized to them, big ones
+    streamed with the full window: every record must read back byte for byte, its member
+    must inflate on its own, and its digests must match its bytes."""
+    body = os.urandom(size // 2) + b"<a href=x>" * ((size - size // 2) // 10)
+    body += b"y" * (size - len(body))
+    files = warc.WarcFiles(str(tmp_path / "x.warc.gz"), info={})
+    exchange = Exchange(
+        url="http://h.test/p",
+        request_line="GET /p HTTP/1.1",
+        request_headers=[("Host", "h.test")],
+        status_line="200 OK",
+        protocol="HTTP/1.1",
+        response_headers=[("Content-Length", str(size))],
+        body=io.BytesIO(body),
+        digest=warc.digest_of(hashlib.sha1(body)),
+        date="2026-11-25T00:00:00.000000Z",
+    )
+    written = files.write(exchange, None, [f"http://h.test/{n}" for n in range(size // 100)])
+    files.close()
+    checked = subprocess.run(
+        [sys.executable, "-m", "warcio.cli", "check", str(tmp_path / "x.warc.gz")],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    data = (tmp_path / "x.warc.gz").read_bytes()
+    member = data[written.offset : written.offset + written.length]
+    inflated = zlib.decompress(member, zlib.MAX_WBITS + 16)  # this one member, alone
+    assert inflated.endswith(b"\r\n\r\n" + body + b"\r\n\r\n")
+    with (tmp_path / "x.warc.gz").open("rb") as stream:
+        stream.seek(written.offset)
+        record = next(iter(ArchiveIterator(stream)))
+        assert record.rec_type == "response"
+        assert record.content_stream().read() == body
+    ids = [line for line in inflated.split(b"\r\n") if line.startswith(b"WARC-Record-ID")]
+    uuid4 = rb"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+    assert re.fullmatch(rb"WARC-Record-ID: <urn:uuid:" + uuid4 + rb">", ids[0])
