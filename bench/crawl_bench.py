@@ -190,6 +190,9 @@ def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[
                 row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place, binary=binary)
             elif name == "trawl-browser":  # every page in Chromium, beside plain fetching
                 row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place, "--browser")
+            elif name == "trawl-sqlite-x2":  # two processes taking turns at SQLite's writer
+                db = f"sqlite:///{place / 'crawl.db'}"
+                row = trawl(db, root, place, "--processes", "2", binary=binary)
             elif name == "trawl-sqlite-nosync":  # the cost of durable WARC, same run
                 row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place, "--no-warc-sync")
             elif name == "trawl-postgresql":
@@ -248,7 +251,8 @@ def main() -> int:
     parser.add_argument("--sizes", default=None, help="comma-separated site sizes")
     parser.add_argument(
         "--only",
-        default="trawl-sqlite,trawl-sqlite-nosync,trawl-postgresql,trawl-postgresql-x2,wget,scrapy",
+        default="trawl-sqlite,trawl-sqlite-x2,trawl-sqlite-nosync,trawl-postgresql,"
+        "trawl-postgresql-x2,wget,scrapy",
     )  # trawl-browser too: `--only trawl-sqlite,trawl-browser --sizes 500`
     parser.add_argument(
         "--before",

@@ -19,7 +19,6 @@ from trawl.demo.site import random_graph
 from trawl.store.sql import q
 from trawl.store.store import Store
 
-pytestmark = pytest.mark.postgres
 ROOT = ("main", "/")
 
 
@@ -51,16 +50,18 @@ def _crawl(procs: Procs, url: str, root: str, *extra: str) -> Proc:
     )  # fmt: skip
 
 
-def test_three_processes_share_the_crawl_and_finish_it_exactly(procs: Procs, pg_url: str) -> None:
+def test_three_processes_share_the_crawl_and_finish_it_exactly(procs: Procs, db_url: str) -> None:
+    """On SQLite too: its processes take turns at the one writer, and the crawl still comes
+    out exact."""
     # Slow enough (about 15 s at 4 requests at once) that helpers started on a loaded
     # machine still find pages to fetch.
     site = random_graph(300, seed=11, out_degree=4)
     with SiteServer(site, Script(latency=0.2), hosts=3) as server:
-        crawl = _crawl(procs, pg_url, server.url(ROOT), "--processes", "3")
+        crawl = _crawl(procs, db_url, server.url(ROOT), "--processes", "3")
         seen: set[str] = set()
 
         def everyone_working() -> bool:
-            seen.update(_owners(pg_url))
+            seen.update(_owners(db_url))
             return len(seen) >= 3 or not crawl.alive
 
         wait_for(everyone_working, "three processes holding pages", timeout=60)
@@ -68,13 +69,14 @@ def test_three_processes_share_the_crawl_and_finish_it_exactly(procs: Procs, pg_
         assert crawl.wait(120) == 0, crawl.describe()
     assert len(seen) == 3, f"pages held by processes {seen}"
     assert str(crawl.pid) in seen
-    with Store(pg_url) as store:
+    with Store(db_url) as store:
         progress = operations.progress(store, store.crawls.all()[0].id)
     assert progress.status == operations.FINISHED
     assert (progress.done, progress.failed) == (len(site.truth(9)), 0)
     assert not [pid for pid in helpers if _alive(pid)], "a helper outlived the command"
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])
 def test_the_helpers_stop_with_the_command(procs: Procs, pg_url: str, how: signal.Signals) -> None:
     site = random_graph(1000, seed=5, out_degree=4)  # a minute's work at least: it outlasts
@@ -88,17 +90,7 @@ def test_the_helpers_stop_with_the_command(procs: Procs, pg_url: str, how: signa
         wait_for(lambda: not [p for p in helpers if _alive(p)], "the helpers to exit", 15)
 
 
-def test_processes_on_sqlite_are_refused_before_a_crawl_is_made(
-    procs: Procs, tmp_path: Path
-) -> None:
-    url = f"sqlite:///{tmp_path / 'crawl.db'}"
-    crawl = _crawl(procs, url, "http://127.0.0.1:9/", "--processes", "2")
-    assert crawl.wait(60) == 2
-    assert "--processes: SQLite has one writer at a time" in crawl.stderr()
-    with Store(url) as store:
-        assert store.crawls.all() == []
-
-
+@pytest.mark.postgres
 def test_a_detached_crawl_keeps_its_processes(procs: Procs, pg_url: str) -> None:
     site = random_graph(300, seed=11, out_degree=4)
     with SiteServer(site, Script(latency=0.2), hosts=3) as server:

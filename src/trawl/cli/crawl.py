@@ -35,7 +35,6 @@ from trawl.crawl.options import Options
 from trawl.runtime import loop as process_loop
 from trawl.runtime.lock import runtime_dir
 from trawl.store.crawls import FETCH_TASK
-from trawl.store.store import Store
 
 
 class CrawlGroup(click.Group):
@@ -55,7 +54,7 @@ _processes_option = click.option(
     default=1,
     show_default=True,
     help="Processes working on the crawl: this one and N-1 helpers sharing its frontier"
-    " (PostgreSQL; on SQLite they would only queue for its one writer).",
+    " (on SQLite they take turns at its one writer, and still gain from more cores).",
 )
 
 
@@ -225,7 +224,6 @@ def start(seeds: tuple[str, ...], **opts: Any) -> None:
     spec = _spec(seeds, opts)
     opts["lease"] = rendering.lease_for(spec.options, opts["lease"])
     store = open_store()
-    _check_processes(store, opts["processes"])
     operations.register(store, make_app(lease=opts["lease"]).get(FETCH_TASK).info())
     found = None if opts["new"] else operations.find(store, spec)
     if found is not None:
@@ -244,14 +242,6 @@ def start(seeds: tuple[str, ...], **opts: Any) -> None:
         return
     slots = spec.concurrency * SLOTS_PER_REQUEST
     work(crawl_id, slots, opts["lease"], opts["show_progress"], opts["metrics"], opts["processes"])
-
-
-def _check_processes(store: Store, processes: int) -> None:
-    if processes > 1 and store.is_sqlite:
-        raise click.UsageError(
-            "--processes: SQLite has one writer at a time, so more processes only wait for"
-            " each other; crawl with one, or on PostgreSQL (--db postgresql://...)"
-        )
 
 
 def detach(crawl_id: int, lease: float, processes: int = 1) -> tuple[int, Path]:
@@ -465,7 +455,6 @@ def resume(
 ) -> None:
     """Resume a crawl (after an abort, a Ctrl-C or a crash) and work on it until finished."""
     store = open_store()
-    _check_processes(store, processes)
     crawl_row = operations.get(store, crawl_id)
     lease = rendering.lease_for(Options.from_json(crawl_row.options), lease)
     operations.register(store, make_app(lease=lease).get(FETCH_TASK).info())
