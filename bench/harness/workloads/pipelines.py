@@ -116,7 +116,7 @@ def _local_claims(url: str, claims: int) -> list[float]:
                 [released(j) for j in held],
                 1,
                 None,
-                lambda s, n: engine_claim.claim(s, gates, n, "bench"),
+                lambda s, n: engine_claim.claim_later(s, gates, n, "bench"),
                 ["noop"],
                 "bench",
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from trawl.engine import policy
@@ -51,6 +51,10 @@ class ClaimBatch:
     wake_at: float | None = None  # the earliest a deferred job becomes due
 
 
+# A claim made inside a transaction, read once that transaction has committed.
+Claimed = Callable[[], ClaimBatch]
+
+
 @dataclass(kw_only=True, slots=True)
 class _Permits:
     states: dict[tuple[str, str], float | None]
@@ -79,6 +83,29 @@ def claim(store: Store, tasks: Sequence[TaskGate], limit: int, owner: str) -> Cl
                 later = store.gates.next_deferred([t.name for t in gated])
                 wake_at = later if wake_at is None or (later and later < wake_at) else wake_at
         return ClaimBatch(jobs=store.claimed(rows), wake_at=wake_at)
+
+
+def claim_later(store: Store, tasks: Sequence[TaskGate], limit: int, owner: str) -> Claimed:
+    """:func:`claim` for a caller whose transaction goes on after it and who reads the batch
+    only once that transaction has committed (a worker's commit and claim). When no task has
+    rules, the claim is one statement whose rows nothing before the COMMIT needs: on
+    PostgreSQL it then travels in the COMMIT's round trip instead of costing one of its own
+    (and holds its row locks only while the server works). The result, called after the
+    COMMIT, is the batch; called before it, it raises instead of losing leased jobs."""
+    if not tasks or limit <= 0 or any(t.gated for t in tasks):
+        batch = claim(store, tasks, limit, owner)
+        return lambda: batch
+    with store.write():
+        now = store.clock()
+        store.promote(now)
+        rows = store.claim_due({t.name: t.timeout for t in tasks}, limit, owner, now, later=True)
+
+    def read() -> ClaimBatch:
+        if store.db.in_transaction:
+            raise RuntimeError("a deferred claim is read once its transaction has committed")
+        return ClaimBatch(jobs=store.claimed(rows))
+
+    return read
 
 
 def _gated(

@@ -30,6 +30,21 @@ from trawl.store.store import SMALL_CACHE_MIB, Store
 log = logging.getLogger("trawl.worker")
 
 ClaimFn = Callable[[Store, int], engine_claim.ClaimBatch]
+# How a lane leases inside its commit's transaction: what it returns is read after the
+# COMMIT, so a claim that needs no answer before then costs no round trip of its own.
+LaterClaimFn = Callable[[Store, int], engine_claim.Claimed]
+
+
+def read_at_once(claim: ClaimFn) -> LaterClaimFn:
+    """A claim whose batch is known as soon as it returns, as a lane's claim."""
+
+    def later(store: Store, limit: int) -> engine_claim.Claimed:
+        batch = claim(store, limit)
+        return lambda: batch
+
+    return later
+
+
 Lease = tuple[int, int, float]  # job id, attempt, seconds
 
 
@@ -91,7 +106,7 @@ def commit_and_claim(
     results: list[AttemptResult],
     limit: int,
     known: frozenset[int] | None,
-    claim: ClaimFn,
+    claim: LaterClaimFn,
     tasks: Sequence[str],
     owner: str,
 ) -> tuple[CommitReport, engine_claim.ClaimBatch]:
@@ -106,37 +121,42 @@ def commit_and_claim(
     try:
         with store.unit():
             report = commit(store, results) if results else CommitReport()
-            batch = _claim_adopting(store, limit, known, claim, tasks, owner)
+            claimed = _claim_adopting(store, limit, known, claim, tasks, owner)
     except DataRejected:  # one attempt holds a value the database refuses: find it
         report = commit_resilient(store, results)
-        return report, _claim_adopting(store, limit, known, claim, tasks, owner)
-    return report, batch
+        return report, _claim_adopting(store, limit, known, claim, tasks, owner)()
+    return report, claimed()
 
 
 def _claim_adopting(
     store: Store,
     limit: int,
     known: frozenset[int] | None,
-    claim: ClaimFn,
+    claim: LaterClaimFn,
     tasks: Sequence[str],
     owner: str,
-) -> engine_claim.ClaimBatch:
+) -> engine_claim.Claimed:
     if known is None:
         return claim(store, limit)
     with store.write():
         lost = [j for j in store.held_by(tasks, owner) if j.job_id not in known]
         if lost:
             log.warning("took back %d jobs leased by a claim whose answer was lost", len(lost))
-        batch = claim(store, limit - len(lost)) if limit > len(lost) else None
-    if batch is None:
-        return engine_claim.ClaimBatch(jobs=lost)
-    return engine_claim.ClaimBatch(jobs=lost + batch.jobs, wake_at=batch.wake_at)
+        claimed = claim(store, limit - len(lost)) if limit > len(lost) else None
+
+    def read() -> engine_claim.ClaimBatch:
+        if claimed is None:
+            return engine_claim.ClaimBatch(jobs=lost)
+        batch = claimed()
+        return engine_claim.ClaimBatch(jobs=lost + batch.jobs, wake_at=batch.wake_at)
+
+    return read
 
 
 class LocalLane:
     """A lane on a database connection of its own."""
 
-    def __init__(self, thread: StoreThread, claim: ClaimFn, tasks: Sequence[str], owner: str):
+    def __init__(self, thread: StoreThread, claim: LaterClaimFn, tasks: Sequence[str], owner: str):
         self.thread = thread
         self._claim, self._tasks, self._owner = claim, list(tasks), owner
 
@@ -175,7 +195,7 @@ class LocalBackend:
         *,
         owner: str,
         clock: WorkerClock,
-        claim: ClaimFn,
+        claim: LaterClaimFn,
         tasks: Sequence[str],
         connections: int = 1,
         on_store: Callable[[Store], None] = lambda store: None,

@@ -25,7 +25,7 @@ from trawl.runtime.actor.hooks import ActorHooks
 from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.app import App, TaskDef
 from trawl.runtime.attempt import TaskTimeout, abandoned, released, run_attempt, stuck_threads
-from trawl.runtime.backend import Backend, Lane, LocalBackend
+from trawl.runtime.backend import Backend, Lane, LocalBackend, read_at_once
 from trawl.runtime.clock import CHECK_EVERY, WorkerClock
 from trawl.runtime.context import Context
 from trawl.runtime.outcome import retries_ahead
@@ -156,7 +156,7 @@ class Worker:
             self.url,
             owner=self.owner,
             clock=self.clock,
-            claim=claim or self._claim_gated,
+            claim=read_at_once(claim) if claim is not None else self._claim_gated,
             tasks=list(self.defs),
             connections=connections,
             on_store=self.hooks.tap,
@@ -235,8 +235,8 @@ class Worker:
 
     # -- claiming -------------------------------------------------------------------------
 
-    def _claim_gated(self, store: Store, limit: int) -> engine_claim.ClaimBatch:
-        return engine_claim.claim(store, self._gates, limit, self.owner)
+    def _claim_gated(self, store: Store, limit: int) -> engine_claim.Claimed:
+        return engine_claim.claim_later(store, self._gates, limit, self.owner)
 
     async def _claim_lanes(self, lanes: list[Lane]) -> None:
         """Run a claim loop per lane until all have stopped. A lane that fails stops the

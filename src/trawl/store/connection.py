@@ -83,6 +83,11 @@ class Database:
         return self.dialect == "sqlite"
 
     @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction of this connection is open (its COMMIT still to come)."""
+        return self._depth > 0
+
+    @property
     def conn(self) -> sa.Connection:
         if self._conn is None or self._conn.closed or self._conn.invalidated:
             self._conn = self._connect()

@@ -327,8 +327,13 @@ class Store:
         with self.db.read():
             return self.queues.lapsed(tasks, self.clock(), limit)
 
-    def claim_due(self, tasks: dict[str, float], limit: int, owner: str, now: float) -> list[Any]:
-        """The one-statement claim (inside the caller's transaction); rows for claimed()."""
+    def claim_due(
+        self, tasks: dict[str, float], limit: int, owner: str, now: float, *, later: bool = False
+    ) -> list[Any]:
+        """The one-statement claim (inside the caller's transaction); rows for claimed().
+        *later*: the rows are wanted only once the transaction has committed, so on
+        PostgreSQL the statement waits to go out with the COMMIT (``Database.fetch_later``)
+        and the list returned is filled then."""
         names, timeouts = list(tasks), list(tasks.values())
         base = {"now": now, "limit": limit, "owner": owner}
         if self.is_sqlite:
@@ -337,7 +342,7 @@ class Store:
         else:
             stmt = claim_sql.CLAIM_POSTGRES
             params = base | {"tasks": names, "timeouts": timeouts}
-        return self.db.fetch(stmt, params)
+        return self.db.fetch_later(stmt, params) if later else self.db.fetch(stmt, params)
 
     def claim_pages(
         self, task: str, crawls: Sequence[int], timeout: float, limit: int, owner: str

@@ -31,7 +31,7 @@ from trawl.model import wire
 from trawl.model.errors import DatabaseUnavailable, InvalidInput, TrawlError
 from trawl.model.limits import Limit
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, PipelineRow, TaskInfo
-from trawl.runtime.backend import commit_and_claim
+from trawl.runtime.backend import commit_and_claim, read_at_once
 from trawl.server.pipelines.effects import BadAttempt, CustomDecoder, attempt_result
 from trawl.server.pipelines.routing import Routing, limit
 from trawl.server.stores import Stores
@@ -203,7 +203,7 @@ class PipelineSession(Session):
             mine,
             limit if routing.tasks else 0,
             known,
-            partial(self._lease, routing=routing),
+            read_at_once(partial(self._lease, routing=routing)),
             routing.tasks,
             self.owner,
         )
