@@ -31,7 +31,7 @@ from trawl.model import wire
 from trawl.model.errors import DatabaseUnavailable, InvalidInput, TrawlError
 from trawl.model.limits import Limit
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, PipelineRow, TaskInfo
-from trawl.runtime.backend import commit_and_claim, read_at_once
+from trawl.runtime.backend import commit_and_claim
 from trawl.server.pipelines.effects import BadAttempt, CustomDecoder, attempt_result
 from trawl.server.pipelines.routing import Routing, limit
 from trawl.server.stores import Stores
@@ -203,22 +203,25 @@ class PipelineSession(Session):
             mine,
             limit if routing.tasks else 0,
             known,
-            read_at_once(partial(self._lease, routing=routing)),
+            partial(self._lease, routing=routing),
             routing.tasks,
             self.owner,
         )
         return _report(report, repeated, [job for job, _ in others if job not in repeated]), batch
 
-    def _lease(self, store: Store, limit: int, *, routing: Routing) -> engine_claim.ClaimBatch:
+    def _lease(self, store: Store, limit: int, *, routing: Routing) -> engine_claim.Claimed:
         """The routed tasks' due jobs, then crawl pages: the pinned crawl's for the slots
         pinned to it (held for it even when it has nothing due), routed crawls' for the
-        rest."""
+        rest. Read after the COMMIT: with no pages to fill the rest of the batch with, the
+        tasks' claim goes out with it (``claim_later``)."""
+        if routing.fetch is None:
+            return engine_claim.claim_later(store, routing.gates, limit, self.owner)
         batch = engine_claim.ClaimBatch(jobs=[])
         if routing.gates:
             batch = engine_claim.claim(store, routing.gates, limit, self.owner)
         room = limit - len(batch.jobs)
-        if routing.fetch is None or room <= 0:
-            return batch
+        if room <= 0:
+            return lambda: batch
         with store.read():
             crawls = store.crawls.all()
         pages: list[ClaimedJob] = []
@@ -235,7 +238,8 @@ class PipelineSession(Session):
         if room > 0:
             routed = routing.crawls(crawls)
             pages += store.claim_pages(FETCH_TASK, routed, routing.fetch.timeout, room, self.owner)
-        return engine_claim.ClaimBatch(jobs=batch.jobs + pages, wake_at=batch.wake_at)
+        leased = engine_claim.ClaimBatch(jobs=batch.jobs + pages, wake_at=batch.wake_at)
+        return lambda: leased
 
     def _unpin_finished(self, store: Store, crawl_id: int) -> None:
         """A pin until the crawl finishes ends when it has: the pipeline is routed again."""
