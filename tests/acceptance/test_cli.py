@@ -336,6 +336,30 @@ def test_add_file_with_several_writers(trawl: Trawl, tmp_path: Path) -> None:
     assert [trawl.show(f"w:{i}")["data"] for i in (0, 39)] == [{"n": 0}, {"n": 39}]
 
 
+@BOTH
+def test_a_small_file_is_written_by_one_connection_in_file_order(
+    trawl: Trawl, tmp_path: Path
+) -> None:
+    """Up to 256 KiB a file gets one writer unless --writers says otherwise, so the journal
+    lists its items in the file's order; on PostgreSQL a bigger file gets two writers, whose
+    shares interleave."""
+    ids = [f"o:{(i * 7919) % 101:03d}" for i in range(40)]  # not in id order
+    path = write_lines(tmp_path / "items.jsonl", *(json.dumps({"id": i}) for i in ids))
+    trawl("add", "--file", path, "--json")
+    created = [e["item_id"] for e in trawl("journal", "--json").json_lines()]
+    assert created == ids
+    if trawl.db.startswith("sqlite"):
+        return
+    again = [f"t:{i}" for i in ids]
+    pad = "x" * 7000  # 40 lines of 7 KB: over 256 KiB
+    lines = (json.dumps({"id": i, "data": {"pad": pad}}) for i in again)
+    trawl("add", "--file", write_lines(tmp_path / "big.jsonl", *lines), "--json")
+    entries = trawl("journal", "--json").json_lines()[len(ids) :]
+    created = [e["item_id"] for e in entries]
+    assert sorted(created) == sorted(again)
+    assert created != again
+
+
 def _add_on_a_terminal(trawl: Trawl, path: str, *flags: str, stdin: str | None = None) -> str:
     """``trawl add --file`` with stdout and stderr on a pseudo-terminal (and stdin from the
     file *stdin*, if given); what it showed."""
