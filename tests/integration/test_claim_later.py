@@ -8,6 +8,7 @@ update, whose answer decides the journal rows, then everything else), not three.
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from tests.integration.helpers import claim, item, job_of, success, task
@@ -65,10 +66,14 @@ def test_a_claim_that_fails_with_its_transaction_leases_nothing(store: Store) ->
     assert {job_of(store, f"p{i}").status for i in range(5)} == {JobStatus.QUEUED}
 
 
-# SQLite runs in-process: it has no round trips to save.
-@pytest.mark.parametrize(
+POSTGRES_ONLY = pytest.mark.parametrize(
     "db_url", [pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
 )
+LATER = lambda s, n: engine_claim.claim_later(s, [PRICE], n, "w1")  # noqa: E731
+
+
+# SQLite runs in-process: it has no round trips to save.
+@POSTGRES_ONLY
 def test_a_commit_and_claim_is_two_round_trips_on_postgresql(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -82,9 +87,8 @@ def test_a_commit_and_claim_is_two_round_trips_on_postgresql(
 
     monkeypatch.setattr(HotPath, "_run", counted)
     lease = read_at_once(lambda s, n: engine_claim.claim(s, [PRICE], n, "w1"))
-    later = lambda s, n: engine_claim.claim_later(s, [PRICE], n, "w1")  # noqa: E731
     report, batch = commit_and_claim(
-        store, [success(j) for j in running], 3, None, later, ["price"], "w1"
+        store, [success(j) for j in running], 3, None, LATER, ["price"], "w1"
     )
     assert sorted(report.committed) == sorted(j.job_id for j in running)
     assert len(batch.jobs) == 3
@@ -97,3 +101,17 @@ def test_a_commit_and_claim_is_two_round_trips_on_postgresql(
     )
     assert len(report.committed) == 3
     assert len(trips) == 3
+
+
+@POSTGRES_ONLY  # SQLite stores a NUL in text; PostgreSQL refuses it
+def test_a_batch_with_a_refused_value_still_claims_after_its_commit(store: Store) -> None:
+    """The transaction with the refused value rolls back, its claim with it; the attempts
+    are committed one by one and the claim made again, on its own, and read at once."""
+    running = claim(store, "price", limit=2)
+    results = [success(j) for j in running]
+    results[1] = msgspec.structs.replace(results[1], result='{"x": "\x00"}')
+    report, batch = commit_and_claim(store, results, 3, None, LATER, ["price"], "w1")
+    assert sorted(report.committed) == sorted(j.job_id for j in running)
+    assert "refused a value" in report.effect_failures[running[1].job_id]
+    assert len(batch.jobs) == 3
+    assert {job_of(store, j.item_id).status for j in batch.jobs} == {JobStatus.RUNNING}
