@@ -14,6 +14,7 @@ import zlib
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -187,6 +188,24 @@ def test_records_are_on_disk_before_the_commit_that_records_them(
         assert late, "--no-warc-sync commits without waiting for the disk"
 
 
+def _exchange(
+    path: str, body: bytes, response_headers: list[tuple[str, str]], **changes: Any
+) -> Exchange:
+    """A GET of ``http://h.test<path>`` answered 200 with *body*."""
+    return Exchange(
+        url=f"http://h.test{path}",
+        request_line=f"GET {path} HTTP/1.1",
+        request_headers=[("Host", "h.test")],
+        status_line="200 OK",
+        protocol="HTTP/1.1",
+        response_headers=response_headers,
+        body=io.BytesIO(body),
+        digest=warc.digest_of(hashlib.sha1(body)),
+        date="2026-11-25T00:00:00.000000Z",
+        **changes,
+    )
+
+
 def _warcio_check(path: Path) -> None:
     """warcio's own reading of the file: every record's framing and digests."""
     checked = subprocess.run(
@@ -198,17 +217,8 @@ def _warcio_check(path: Path) -> None:
 def test_records_keep_the_exchange_as_it_went_over_the_wire(tmp_path: Path) -> None:
     files = warc.WarcFiles(str(tmp_path / "x.warc.gz"), info={"isPartOf": "test"})
     raw_header = "caf\xe9"  # a latin-1 byte in a header value, as aiohttp hands it over
-    cut = Exchange(
-        url="http://h.test/big",
-        request_line="GET /big HTTP/1.1",
-        request_headers=[("Host", "h.test")],
-        status_line="200 OK",
-        protocol="HTTP/1.1",
-        response_headers=[("Content-Length", "10000"), ("X-Name", raw_header)],
-        body=io.BytesIO(b"x" * 100),
-        digest=warc.digest_of(hashlib.sha1(b"x" * 100)),
-        date="2026-11-25T00:00:00.000000Z",
-        truncated=True,
+    cut = _exchange(
+        "/big", b"x" * 100, [("Content-Length", "10000"), ("X-Name", raw_header)], truncated=True
     )
     first = files.write(cut, None, ["http://h.test/a"])
     again = files.write(
@@ -244,17 +254,7 @@ def test_records_of_any_size_are_whole_gzip_members_with_right_digests(
     body = os.urandom(size // 2) + b"<a href=x>" * ((size - size // 2) // 10)
     body += b"y" * (size - len(body))
     files = warc.WarcFiles(str(tmp_path / "x.warc.gz"), info={})
-    exchange = Exchange(
-        url="http://h.test/p",
-        request_line="GET /p HTTP/1.1",
-        request_headers=[("Host", "h.test")],
-        status_line="200 OK",
-        protocol="HTTP/1.1",
-        response_headers=[("Content-Length", str(size))],
-        body=io.BytesIO(body),
-        digest=warc.digest_of(hashlib.sha1(body)),
-        date="2026-11-25T00:00:00.000000Z",
-    )
+    exchange = _exchange("/p", body, [("Content-Length", str(size))])
     written = files.write(exchange, None, [f"http://h.test/{n}" for n in range(size // 100)])
     files.close()
     _warcio_check(tmp_path / "x.warc.gz")
