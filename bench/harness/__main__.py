@@ -18,6 +18,7 @@ from harness.workloads import (
     claim,
     compare,
     enqueue,
+    journal,
     live,
     peers,
     pipelines,
@@ -29,7 +30,7 @@ from harness.workloads import (
 
 WORKLOADS = (
     "enqueue", "bulk", "api", "live", "pipelines", "claim", "scheduling", "policies", "process",
-    "versus", "compare",
+    "versus", "compare", "journal",
 )  # fmt: skip
 BACKENDS = ("sqlite", "sqlite-full", "postgresql")
 # Syncing the WAL at every commit (sqlite-full) is measured where it changes the comparison
@@ -120,6 +121,7 @@ def _run_all(
         ("process", process.run),
         ("versus", versus.run),
         ("compare", compare.run),
+        ("journal", journal.run),
     ]
     for name in chosen:
         backend = _open(name)

@@ -19,6 +19,10 @@ class Plan:
     # lasts seconds, and rounds of one run each, alternating.
     versus_jobs: int = 20_000
     versus_rounds: int = 6
+    # ``journal commits`` (workloads/journal.py, PostgreSQL): processes committing one
+    # journal row a transaction at once, for this many seconds a run.
+    journal_connections: int = 8
+    journal_seconds: float = 5.0
     enqueue_batch: int  # items in one bulk add
     enqueue_single: int  # items added one call (one transaction) each
     # ``enqueue batch`` at scale (workloads/bulk.py): items in one file; None: not run.
@@ -32,6 +36,7 @@ class Plan:
 
 QUICK = Plan(
     name="quick",
+    journal_seconds=3.0,
     process_jobs=5_000,
     enqueue_batch=5_000,
     enqueue_single=300,

@@ -108,7 +108,10 @@ class Activity:
         ]
 
     def last_seq(self) -> int:
-        return int(self.db.execute(_LAST_SEQ).scalar_one())
+        """The journal's end as a cursor: its settled horizon (an entry committed later
+        comes after it)."""
+        horizon = self.db.journal_horizon()
+        return int(self.db.execute(_LAST_SEQ).scalar_one()) if horizon is None else horizon
 
     def flow(self, after: int, upto: int) -> JournalFlow:
         """Entries with seq in (after, upto], counted by task and kind."""

@@ -25,10 +25,19 @@ from trawl.store.hotpath import Column, HotPath, Statement
 
 Params = Mapping[str, Any]
 
-JOURNAL_LOCK = 0x7472_6177_6C00  # "trawl\0": the advisory lock that orders journal seqs
+# The advisory lock that tells journal readers which seqs are settled ("trawl\0"). A
+# transaction holds it shared from its journal insert to its end, so writers never wait for
+# one another; a reader takes it exclusively for an instant (Database.journal_horizon): no
+# transaction is then between taking seqs and ending, so every seq handed out so far is
+# committed or rolled back for good, and a snapshot taken after that sees all that will ever
+# exist up to there.
+JOURNAL_LOCK = 0x7472_6177_6C00
 _JOURNAL_COLUMNS = ("at", "kind", "item_id", "task", "detail")
-# All of a transaction's journal rows in one statement (seqs follow the list's order).
-JOURNAL_LOCK_SQL = f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})"
+JOURNAL_LOCK_SQL = f"SELECT pg_advisory_xact_lock_shared({JOURNAL_LOCK})"
+_SETTLE_SQL = f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})"
+# The last seq handed out, by any transaction (sequences are not transactional): the
+# journal's seq column is a bigserial, and its cache of 1 hands values out one by one.
+_LAST_SEQ_SQL = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM journal_seq_seq"
 JOURNAL_NOTIFY_SQL = "SELECT pg_notify('trawl_journal', '')"
 # SQLite's page cache per connection: a worker's claim and commit connection keeps the hot
 # index pages in it, the OS's page cache the rest; a connection that only renews leases or
@@ -52,6 +61,10 @@ JOURNAL_INSERT_POSTGRES = sa.text(
     " SELECT CAST(e ->> 0 AS float8), e ->> 1, e ->> 2, e ->> 3, e ->> 4"
     " FROM jsonb_array_elements(CAST(:batch AS jsonb)) WITH ORDINALITY AS j(e, n) ORDER BY n"
 )
+
+
+class _Undo(Exception):
+    """Rolls a savepoint back on purpose (journal_horizon)."""
 
 
 class Database:
@@ -217,10 +230,10 @@ class Database:
         if not rows and not statements:
             return rows
         if not self.is_sqlite:
-            # Journal seqs must become visible in order, or a reader following the journal
-            # from a cursor could pass a seq whose transaction commits later and never see
-            # it. Taking the seqs under a lock held until COMMIT orders them; the lock covers
-            # only this insert and the commit (one pipeline), not the work before it.
+            # Seqs may become visible out of order (two writers commit in the other order
+            # than they took them): the shared lock, held from here to the end of the
+            # transaction, is what lets a reader find the seqs that are settled
+            # (journal_horizon). SQLite's one writer commits in seq order.
             self.send(JOURNAL_LOCK_SQL)
         for statement, params in statements:
             self.send(statement, params)
@@ -233,6 +246,29 @@ class Database:
         if not self.is_sqlite:  # followers of the journal (the API's stream) wake at COMMIT
             self.send(JOURNAL_NOTIFY_SQL)
         return rows
+
+    def journal_horizon(self) -> int | None:
+        """The highest journal seq up to which the journal is settled: no transaction that
+        could still commit holds a seq at or below it, so a reader following the journal
+        reads up to here and never passes an entry that commits later. None on SQLite,
+        whose one writer commits seqs in order (every visible entry is settled).
+
+        It waits for the transactions that are writing journal rows as it asks (their
+        COMMIT: about a WAL flush), and those that begin meanwhile wait for it, for the
+        instant it holds the lock. Inside a transaction the lock is taken in a savepoint
+        rolled back at once, so it is never held until that transaction ends."""
+        if self.is_sqlite:
+            return None
+        if self._depth:
+            with contextlib.suppress(_Undo), self.savepoint():
+                self.send(_SETTLE_SQL)
+                [(last,)] = self.fetch(_LAST_SEQ_SQL)
+                raise _Undo  # ROLLBACK TO SAVEPOINT releases the lock
+            return int(last)
+        with self._transaction("BEGIN"):
+            self.send(_SETTLE_SQL)
+            [(last,)] = self.fetch(_LAST_SEQ_SQL)
+        return int(last)
 
     def _abort(self, conn: sa.Connection) -> None:
         self._depth = 0

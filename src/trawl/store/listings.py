@@ -11,7 +11,7 @@ from trawl.model.records import FailureRecord, JournalEntry
 from trawl.store.admin import failure_filter
 from trawl.store.connection import Database
 from trawl.store.crawls import FETCH_TASK
-from trawl.store.reads import failure_record, journal_entry
+from trawl.store.reads import failure_record, journal_entry, settled
 from trawl.store.sql import q
 
 
@@ -108,7 +108,7 @@ _FAILURE_GROUPS = q(
 
 _ITEM_JOURNAL = q(
     "SELECT seq, at, kind, item_id, task, detail FROM journal"
-    " WHERE item_id = :item AND seq > :after ORDER BY seq LIMIT :limit"
+    " WHERE item_id = :item AND seq > :after AND seq <= :upto ORDER BY seq LIMIT :limit"
 )
 
 _CRAWL_PAGES = (
@@ -200,7 +200,8 @@ class Listings:
 
     def item_journal(self, item_id: str, after: int, limit: int) -> list[JournalEntry]:
         """The journal entries of one item (its operations), oldest first."""
-        rows = self.db.execute(_ITEM_JOURNAL, {"item": item_id, "after": after, "limit": limit})
+        params = {"item": item_id, "after": after, "upto": settled(self.db), "limit": limit}
+        rows = self.db.execute(_ITEM_JOURNAL, params)
         return [journal_entry(r) for r in rows]
 
     def crawl_pages(
