@@ -1,9 +1,10 @@
 """When a request may go out on the wire: from its politeness start until a moment later.
 
-The gate plans a host's next start ``delay + SLACK`` after this one (politeness.py). A request
-that goes out more than half of SLACK after its own start could land closer than the delay
-to the next one, so it must not go: the HTTP client checks :func:`latest_send` right before
-it writes the request (client.LateStart) and the attempt plans again.
+The gate plans a host's next start ``delay + slack(delay)`` after this one (politeness.py). A
+request that goes out more than half of that slack after its own start could land closer
+than the delay to the next one, so it must not go: the HTTP client checks
+:func:`latest_send` right before it writes the request (client.LateStart) and the attempt
+plans again.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 import time
 
 from trawl.crawl.client import FetchError
-from trawl.crawl.politeness import SLACK
+from trawl.crawl.politeness import slack
 from trawl.crawl.state import ProcessState
 from trawl.runtime.context import Context
 
@@ -21,7 +22,7 @@ from trawl.runtime.context import Context
 def latest_send(delay: float) -> float:
     """How long after its permitted start a request on a host with *delay* may still go
     out (no limit without a delay)."""
-    return min(SLACK, delay / 10) / 2 if delay > 0 else math.inf
+    return slack(delay) / 2 if delay > 0 else math.inf
 
 
 async def paced(ctx: Context, rt: ProcessState, host: str, delay: float) -> float:

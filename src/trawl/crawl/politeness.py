@@ -38,6 +38,17 @@ NO_BROWSER_RETRY = 5.0  # a page for a browser, planned for a fetcher without on
 # Starts are planned here but seen by the server a moment later, a new connection's a bit
 # later than a kept-alive one's; a little slack keeps the spacing the server sees >= delay.
 SLACK = 0.02
+# ... and never less than this: half of it is how late after its start a request may still
+# go out (pacing.latest_send), and a task asleep until its start wakes up to a millisecond
+# or two late (the event loop's timers have a millisecond's grain). With a tenth of a 20 ms
+# delay, 1 ms, nearly every start was missed and a crawl at --delay 0.02 never began.
+MIN_SLACK = 0.005
+
+
+def slack(delay: float) -> float:
+    """What a host's next start adds to its *delay* after this one (none without a delay)."""
+    return min(SLACK, max(delay / 10, MIN_SLACK)) if delay > 0 else 0.0
+
 
 Action = Literal["fetch", "robots", "skip", "defer", "park"]
 
@@ -293,7 +304,7 @@ class _Wanted:
     @property
     def step(self) -> float:
         """How far the host's next start moves past this one."""
-        return self.delay + (min(SLACK, self.delay / 10) if self.delay else 0.0)
+        return self.delay + slack(self.delay)
 
     @property
     def span(self) -> float:
@@ -369,7 +380,7 @@ def pace_host(store: Store, host: str, delay: float) -> float | None:
         if blocked is not None and blocked > now:
             return None
         start = max(now, next_at)
-        tables.set_next(host, start + delay + min(SLACK, delay / 10))
+        tables.set_next(host, start + delay + slack(delay))
     return start
 
 

@@ -25,9 +25,9 @@ from trawl.crawl.pacing import latest_send
 from trawl.crawl.politeness import (
     BUSY_RETRY,
     HOLD,
-    SLACK,
     Plan,
     capped_delay,
+    slack,
 )
 from trawl.crawl.robots import MAX_BYTES, MAX_REDIRECTS, UNREACHABLE, Robots, robots_url
 from trawl.crawl.rules import Settings
@@ -135,7 +135,7 @@ async def _fetch_robots(
     status, body = await _robots_txt(ctx, rt, r, robots_url(url), not_after)
     host, robots = urls.host(url), Robots(status, body)
     wait = max(r.options.delay, capped_delay(robots, r.settings.user_agent, r.options))
-    wait += min(SLACK, wait / 10)
+    wait += slack(wait)
     await rt.port.robots_fetched(ctx, host, (status, body), started + wait)
 
 
