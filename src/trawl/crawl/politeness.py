@@ -128,6 +128,10 @@ class Gate:
     def __init__(self, rng: random.Random | None = None) -> None:
         self._rulesets: dict[tuple[int, int], Ruleset] = {}
         self._robots: dict[str, tuple[Robots, float]] = {}
+        # Hosts whose robots.txt a page of this gate is fetching: until when, and which page
+        # (its item; a later attempt of it, after a missed start, is still the one). Other
+        # pages of the host wait for it rather than fetch it too.
+        self._robots_pending: dict[str, tuple[float, str]] = {}
         self._rng = rng or random.Random()
         self._hosts: set[str] = set()
 
@@ -176,7 +180,23 @@ class Gate:
                 rows = [tables.reserve_later(w.params(now)) for w in wanted]
         self._hosts |= view.learned
         found = iter(rows)
-        return [self._reserved(now, p, next(found)) if isinstance(p, _Wanted) else p for p in made]
+        plans = [self._reserved(now, p, next(found)) if isinstance(p, _Wanted) else p for p in made]
+        for ask, plan in zip(asks, plans, strict=True):
+            self._fetching_robots(ask, plan)
+        return plans
+
+    def _fetching_robots(self, ask: Ask, plan: Plan) -> None:
+        """After planning: a robots.txt fetch that got its start is pending until it can
+        have ended; one that did not get it (deferred) is pending no more."""
+        host = urls.host(ask.url)
+        pending = self._robots_pending.get(host)
+        if pending is None or pending[1] != ask.item_id:
+            return
+        if plan.action == "robots" and plan.options is not None:
+            until = plan.start_at + plan.options.timeout + SLOT_MARGIN
+            self._robots_pending[host] = (until, pending[1])
+        else:
+            self._robots_pending.pop(host, None)
 
     def _begin(self, t: _Tables, now: float, ask: Ask, *, browser: bool = True) -> Plan | _Wanted:
         crawl = t.crawl(ask.crawl_id)
@@ -199,6 +219,13 @@ class Gate:
         if options.robots:
             robots = self.robots(t.t, host, now)
             if robots is None:
+                # One attempt fetches it; the others the host's new links brought at once
+                # come back once it is known (each would otherwise fetch it, a delay apart).
+                pending = self._robots_pending.get(host)
+                if pending is not None and pending[0] > now and pending[1] != ask.item_id:
+                    wait = max(delay, BUSY_RETRY) * self._rng.uniform(1.0, 2.0)
+                    return _defer(_with(base, options=options), now + wait)
+                self._robots_pending[host] = (now + HOLD, ask.item_id)  # until reserved
                 action = "robots"
             elif robots.unavailable:  # RFC 9309: disallow all while the server errs
                 return _defer(_with(base, options=options), self._robots[host][1])
@@ -276,10 +303,12 @@ class Gate:
         if expires <= now:
             return None
         self._robots[host] = (robots, expires)
+        self._robots_pending.pop(host, None)  # fetched (here, or by another process)
         return robots
 
     def learned_robots(self, host: str, robots: Robots) -> None:
         self._robots[host] = (robots, robots.expires(time.time()))
+        self._robots_pending.pop(host, None)
 
 
 @dataclass(frozen=True, slots=True)
