@@ -33,6 +33,10 @@ from trawl.store.store import Store
 HOLD = 1.0  # a start at most this far off is waited for in the task; later ones defer
 SLOT_MARGIN = 15.0  # a slot outlives the request timeout by this much at most
 BUSY_RETRY = 0.25  # a host or crawl at its concurrency is tried again after about this
+# A page of a host whose robots.txt another page is fetching plans again after about this,
+# waiting in its task (the fetch takes a round trip or two), not put back in the queue.
+ROBOTS_PENDING = "robots-pending"
+ROBOTS_POLL = 0.05
 PAUSED_RETRY = 5.0  # a crawl with concurrency 0
 NO_BROWSER_RETRY = 5.0  # a page for a browser, planned for a fetcher without one
 # Starts are planned here but seen by the server a moment later, a new connection's a bit
@@ -62,7 +66,7 @@ class Plan:
     settings: Settings | None = None
     start_at: float = 0.0  # fetch/robots: when the request may start
     until: float = 0.0  # defer: when to try again
-    reason: str = ""  # skip: why
+    reason: str = ""  # skip: why; defer: ROBOTS_PENDING (wait in the task, plan again)
     host_errors: int = 0  # fetch: the host's consecutive errors so far (a success resets)
 
 
@@ -223,8 +227,9 @@ class Gate:
                 # come back once it is known (each would otherwise fetch it, a delay apart).
                 pending = self._robots_pending.get(host)
                 if pending is not None and pending[0] > now and pending[1] != ask.item_id:
-                    wait = max(delay, BUSY_RETRY) * self._rng.uniform(1.0, 2.0)
-                    return _defer(_with(base, options=options), now + wait)
+                    wait = max(delay, ROBOTS_POLL) * self._rng.uniform(1.0, 1.5)
+                    waiting = _with(base, options=options, reason=ROBOTS_PENDING)
+                    return _defer(waiting, min(now + wait, pending[0]))
                 self._robots_pending[host] = (now + HOLD, ask.item_id)  # until reserved
                 action = "robots"
             elif robots.unavailable:  # RFC 9309: disallow all while the server errs

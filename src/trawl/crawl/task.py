@@ -25,6 +25,7 @@ from trawl.crawl.pacing import latest_send
 from trawl.crawl.politeness import (
     BUSY_RETRY,
     HOLD,
+    ROBOTS_PENDING,
     Plan,
     capped_delay,
     slack,
@@ -69,7 +70,15 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
     """The ``trawl.fetch`` task."""
     rt = runtime()
     crawl_id, url = int(ctx.data["crawl"]), str(ctx.data["url"])
-    for _ in range(3):
+    robots_wait: float | None = None
+    waited = 0.0  # seconds spent waiting for another page's robots.txt fetch
+    tries = 3  # plans that may end in a missed start; waits for robots.txt do not count
+    while tries:
+        if robots_wait is not None:  # another page is fetching the host's robots.txt
+            await _sleep_until(robots_wait)
+            robots_wait = None
+        else:
+            tries -= 1
         # A request of the crawl's concurrency in this process before the gate is asked
         # (crawl/inflight.py); given back once the request is done, whatever the plan.
         permit = await rt.in_flight.acquire(crawl_id, within=HOLD)
@@ -80,6 +89,10 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
             plan = await rt.port.begin(ctx, crawl_id, url, rt.take_finished())
             if plan.crawl is not None:
                 rt.in_flight.limit(crawl_id, plan.crawl.concurrency)
+            if plan.action == "defer" and plan.reason == ROBOTS_PENDING and waited < HOLD * 5:
+                robots_wait = rt.port.local_time(plan.until)  # without holding the permit
+                waited += max(0.0, robots_wait - time.time())
+                continue  # (waited longer than that: put back in the queue, as any defer)
             if plan.action in ("park", "defer", "skip"):
                 _set_aside(ctx, plan, crawl_id, url)
                 return None
