@@ -10,6 +10,7 @@ import contextlib
 import glob
 import os
 import pwd
+import random
 import shutil
 import socket
 import subprocess
@@ -42,10 +43,28 @@ def _bin(name: str) -> str:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on (right now)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A TCP port on 127.0.0.1 that nothing listens on (right now), below the kernel's
+    ephemeral range: a port from that range can be taken, while its server is down (a test
+    restarting it), as the source port of an outgoing connection - a client retrying the
+    same port can even connect to itself - and the server cannot listen there again."""
+    low = _ephemeral_low()
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(10_000, low) if low > 10_000 else 0
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise RuntimeError(f"no free port found between 10000 and {low}")
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768  # Linux's default; elsewhere, ports above 10000 are mostly quiet
 
 
 def _as_user() -> list[str]:
