@@ -20,6 +20,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
+from trawl.model.errors import TransientConflict
 from trawl.store.connection import JOURNAL_LOCK
 from trawl.store.store import Store
 
@@ -199,3 +200,19 @@ def test_followers_see_every_entry_once_in_order_while_writers_race(pg_url: str)
     assert len(every) > 100  # the writers did race
     for seen in views:
         assert seen == every
+
+
+def test_a_reader_that_waits_past_lock_timeout_fails_and_holds_nothing(
+    pending: Callable[[str], int], other: Store, pg_url: str
+) -> None:
+    """A writer stuck between its journal insert and its COMMIT: the reader waits no longer
+    than its lock_timeout, says so, and leaves no lock behind for the writers."""
+    pending("stuck")
+    with Store(pg_url) as reader:
+        reader.db.execute(sa.text("SET lock_timeout = '200ms'"))
+        with pytest.raises(TransientConflict):
+            reader.journal(0)
+        done = _in_thread(lambda: _write(other, "after"))
+        done.result(timeout=10)  # a writer gets through: the reader's request is gone
+        pending.commit()  # type: ignore[attr-defined]
+        assert [e.kind for e in reader.journal(0)] == ["stuck", "after"]

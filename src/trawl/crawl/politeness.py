@@ -37,6 +37,7 @@ BUSY_RETRY = 0.25  # a host or crawl at its concurrency is tried again after abo
 # waiting in its task (the fetch takes a round trip or two), not put back in the queue.
 ROBOTS_PENDING = "robots-pending"
 ROBOTS_POLL = 0.05
+ROBOTS_WAIT_MAX = 5.0  # waited that long in all, the page is put back in the queue
 PAUSED_RETRY = 5.0  # a crawl with concurrency 0
 NO_BROWSER_RETRY = 5.0  # a page for a browser, planned for a fetcher without one
 # Starts are planned here but seen by the server a moment later, a new connection's a bit
@@ -185,8 +186,9 @@ class Gate:
         self._hosts |= view.learned
         found = iter(rows)
         plans = [self._reserved(now, p, next(found)) if isinstance(p, _Wanted) else p for p in made]
-        for ask, plan in zip(asks, plans, strict=True):
-            self._fetching_robots(ask, plan)
+        if self._robots_pending:  # (only while some host's robots.txt is being fetched)
+            for ask, plan in zip(asks, plans, strict=True):
+                self._fetching_robots(ask, plan)
         return plans
 
     def _fetching_robots(self, ask: Ask, plan: Plan) -> None:

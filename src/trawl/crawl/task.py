@@ -26,6 +26,7 @@ from trawl.crawl.politeness import (
     BUSY_RETRY,
     HOLD,
     ROBOTS_PENDING,
+    ROBOTS_WAIT_MAX,
     Plan,
     capped_delay,
     slack,
@@ -89,7 +90,11 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
             plan = await rt.port.begin(ctx, crawl_id, url, rt.take_finished())
             if plan.crawl is not None:
                 rt.in_flight.limit(crawl_id, plan.crawl.concurrency)
-            if plan.action == "defer" and plan.reason == ROBOTS_PENDING and waited < HOLD * 5:
+            if (
+                plan.action == "defer"
+                and plan.reason == ROBOTS_PENDING
+                and waited < ROBOTS_WAIT_MAX
+            ):
                 robots_wait = rt.port.local_time(plan.until)  # without holding the permit
                 waited += max(0.0, robots_wait - time.time())
                 continue  # (waited longer than that: put back in the queue, as any defer)

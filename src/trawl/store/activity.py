@@ -53,7 +53,6 @@ _RUNNING = (
     "SELECT owner, task, count(*) AS n, min(due_at) AS until FROM jobs"
     " WHERE task IN ({tasks}) AND status = 'running' GROUP BY owner, task"
 )
-_LAST_SEQ = q("SELECT coalesce(max(seq), 0) FROM journal")
 _FLOW = q(
     "SELECT task, kind, count(*) AS n, max(seq) AS last FROM journal WHERE seq > :after"
     " AND seq <= :upto GROUP BY task, kind"
@@ -110,8 +109,7 @@ class Activity:
     def last_seq(self) -> int:
         """The journal's end as a cursor: its settled horizon (an entry committed later
         comes after it)."""
-        horizon = self.db.journal_horizon()
-        return int(self.db.execute(_LAST_SEQ).scalar_one()) if horizon is None else horizon
+        return self.db.journal_horizon()
 
     def flow(self, after: int, upto: int) -> JournalFlow:
         """Entries with seq in (after, upto], counted by task and kind."""

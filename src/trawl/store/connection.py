@@ -38,6 +38,7 @@ _SETTLE_SQL = f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})"
 # The last seq handed out, by any transaction (sequences are not transactional): the
 # journal's seq column is a bigserial, and its cache of 1 hands values out one by one.
 _LAST_SEQ_SQL = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM journal_seq_seq"
+_LAST_SEQ_SQLITE = sa.text("SELECT coalesce(max(seq), 0) FROM journal")
 JOURNAL_NOTIFY_SQL = "SELECT pg_notify('trawl_journal', '')"
 # SQLite's page cache per connection: a worker's claim and commit connection keeps the hot
 # index pages in it, the OS's page cache the rest; a connection that only renews leases or
@@ -247,18 +248,18 @@ class Database:
             self.send(JOURNAL_NOTIFY_SQL)
         return rows
 
-    def journal_horizon(self) -> int | None:
+    def journal_horizon(self) -> int:
         """The highest journal seq up to which the journal is settled: no transaction that
         could still commit holds a seq at or below it, so a reader following the journal
-        reads up to here and never passes an entry that commits later. None on SQLite,
-        whose one writer commits seqs in order (every visible entry is settled).
+        reads up to here and never passes an entry that commits later. On SQLite, whose one
+        writer commits seqs in order, the last committed entry's seq.
 
         It waits for the transactions that are writing journal rows as it asks (their
         COMMIT: about a WAL flush), and those that begin meanwhile wait for it, for the
         instant it holds the lock. Inside a transaction the lock is taken in a savepoint
         rolled back at once, so it is never held until that transaction ends."""
         if self.is_sqlite:
-            return None
+            return int(self.execute(_LAST_SEQ_SQLITE).scalar_one())
         if self._depth:
             with contextlib.suppress(_Undo), self.savepoint():
                 self.send(_SETTLE_SQL)

@@ -43,15 +43,10 @@ class Consumers:
         the journal (it reads everything still kept) or at its end (only what comes next)."""
         name = check_id(name, "consumer name")
         with self.db.write():
-            begin = 0 if start == "beginning" else self._end()
+            # At the end: past every settled entry, so none committed later is skipped.
+            begin = 0 if start == "beginning" else self.db.journal_horizon()
             self.db.execute(_ADD, {"name": name, "position": begin, "now": now})
             return int(self.db.execute(_POSITION, {"name": name}).scalar_one())
-
-    def _end(self) -> int:
-        """Where a consumer that starts at the end starts: past every entry that is settled,
-        so none committed later is skipped (Database.journal_horizon)."""
-        horizon = self.db.journal_horizon()
-        return int(self.db.execute(_LAST_SEQ).scalar_one()) if horizon is None else horizon
 
     def ack(self, name: str, seq: int, now: float) -> int:
         """Everything up to *seq* is processed. The position only moves forward (a late,

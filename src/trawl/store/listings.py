@@ -11,7 +11,7 @@ from trawl.model.records import FailureRecord, JournalEntry
 from trawl.store.admin import failure_filter
 from trawl.store.connection import Database
 from trawl.store.crawls import FETCH_TASK
-from trawl.store.reads import failure_record, journal_entry, settled
+from trawl.store.reads import failure_record, journal_entry
 from trawl.store.sql import q
 
 
@@ -200,7 +200,12 @@ class Listings:
 
     def item_journal(self, item_id: str, after: int, limit: int) -> list[JournalEntry]:
         """The journal entries of one item (its operations), oldest first."""
-        params = {"item": item_id, "after": after, "upto": settled(self.db), "limit": limit}
+        params = {
+            "item": item_id,
+            "after": after,
+            "upto": self.db.journal_horizon(),
+            "limit": limit,
+        }
         rows = self.db.execute(_ITEM_JOURNAL, params)
         return [journal_entry(r) for r in rows]
 

@@ -178,15 +178,5 @@ def journal_entry(r: Any) -> JournalEntry:
 def journal(db: Database, since: int = 0, limit: int = 1000) -> list[JournalEntry]:
     """Entries after the seq *since*, oldest first, up to the settled horizon: the last seq
     returned is a cursor no entry committed later can fall behind."""
-    params = {"since": since, "upto": settled(db), "limit": limit}
+    params = {"since": since, "upto": db.journal_horizon(), "limit": limit}
     return [journal_entry(r) for r in db.execute(_JOURNAL, params)]
-
-
-def settled(db: Database) -> int:
-    """The journal seq up to which reading from a cursor is safe (see
-    :meth:`Database.journal_horizon`); on SQLite, no bound."""
-    horizon = db.journal_horizon()
-    return UNBOUNDED if horizon is None else horizon
-
-
-UNBOUNDED = 2**62  # above any seq (a signed 64-bit column)
