@@ -4,7 +4,7 @@ On PostgreSQL two transactions can take journal seqs in one order and commit in 
 A transaction that writes journal rows holds the journal's advisory lock *shared* from its
 journal insert to its end, so writers commit side by side; a reader takes the lock
 exclusively for an instant (``Database.journal_horizon``) and reads only up to the last seq
-handed out then, every one of which is committed or rolled back for good. So a reader
+committed then: every seq handed out so far is committed or rolled back for good. So a reader
 following the journal from a cursor never passes an entry that commits later.
 """
 
@@ -20,6 +20,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
+from tests.integration.helpers import database_user
 from trawl.model.errors import TransientConflict
 from trawl.store.connection import JOURNAL_LOCK
 from trawl.store.store import Store
@@ -216,3 +217,15 @@ def test_a_reader_that_waits_past_lock_timeout_fails_and_holds_nothing(
         done.result(timeout=10)  # a writer gets through: the reader's request is gone
         pending.commit()  # type: ignore[attr-defined]
         assert [e.kind for e in reader.journal(0)] == ["stuck", "after"]
+
+
+def test_a_role_without_rights_on_sequences_reads_the_journal(pg_url: str, other: Store) -> None:
+    """Reading the horizon needs only SELECT on the journal: a role that reads, granted no
+    right on any sequence (or only USAGE, as many deployments grant), follows it too."""
+    _write(other, "seen")
+    revoke = "REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM reader_{database}"
+    with database_user(pg_url, "reader", setup=[revoke]) as url, Store(url) as reader:
+        assert [e.kind for e in reader.journal(0)] == ["seen"]
+        start = reader.consumers.position("reader", 1.0, start="end")
+        _write(other, "next")
+        assert [e.kind for e in reader.journal(start)] == ["next"]

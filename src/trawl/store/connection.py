@@ -35,10 +35,13 @@ JOURNAL_LOCK = 0x7472_6177_6C00
 _JOURNAL_COLUMNS = ("at", "kind", "item_id", "task", "detail")
 JOURNAL_LOCK_SQL = f"SELECT pg_advisory_xact_lock_shared({JOURNAL_LOCK})"
 _SETTLE_SQL = f"SELECT pg_advisory_xact_lock({JOURNAL_LOCK})"
-# The last seq handed out, by any transaction (sequences are not transactional): the
-# journal's seq column is a bigserial, and its cache of 1 hands values out one by one.
-_LAST_SEQ_SQL = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM journal_seq_seq"
-_LAST_SEQ_SQLITE = sa.text("SELECT coalesce(max(seq), 0) FROM journal")
+# The last committed seq. Read while the lock is held exclusively, in a statement whose
+# snapshot is taken after the lock (READ COMMITTED), it is the horizon: no seq can be handed
+# out and committed meanwhile, and those handed out before are settled. (The sequence's own
+# last_value would do too, but reading it needs SELECT on the sequence, which a role that
+# only reads the journal, or one granted USAGE on sequences, does not have.)
+_LAST_SEQ_SQL = "SELECT coalesce(max(seq), 0) FROM journal"
+_LAST_SEQ_SQLITE = sa.text(_LAST_SEQ_SQL)
 JOURNAL_NOTIFY_SQL = "SELECT pg_notify('trawl_journal', '')"
 # SQLite's page cache per connection: a worker's claim and commit connection keeps the hot
 # index pages in it, the OS's page cache the rest; a connection that only renews leases or
