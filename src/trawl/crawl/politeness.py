@@ -96,6 +96,7 @@ class _Tables:
         self._crawls: dict[int, CrawlRow | None] = {}
         self._hosts: dict[str, tuple[float, float | None, int]] = {}
         self._held: dict[str, int] = {}
+        self._running: dict[tuple[str, int], bool] = {}
 
     def crawl(self, crawl_id: int) -> CrawlRow | None:
         if crawl_id not in self._crawls:
@@ -116,6 +117,13 @@ class _Tables:
             self._held |= self.t.held(missing, now)
         return {k: self._held[k] for k in keys}
 
+    def running(self, item_id: str, attempt: int) -> bool:
+        """Whether the page's fetch job is running *attempt* (read once a transaction)."""
+        key = (item_id, attempt)
+        if key not in self._running:
+            self._running[key] = self.t.running(item_id, attempt)
+        return self._running[key]
+
     def set_next(self, host: str, next_at: float) -> None:
         _, blocked, errors = self._hosts[host]
         self._hosts[host] = (next_at, blocked, errors)
@@ -134,9 +142,11 @@ class Gate:
         self._rulesets: dict[tuple[int, int], Ruleset] = {}
         self._robots: dict[str, tuple[Robots, float]] = {}
         # Hosts whose robots.txt a page of this gate is fetching: until when, and which page
-        # (its item; a later attempt of it, after a missed start, is still the one). Other
-        # pages of the host wait for it rather than fetch it too.
-        self._robots_pending: dict[str, tuple[float, str]] = {}
+        # (its item and attempt; a later plan of it, after a missed start, is still the
+        # one). Other pages of the host wait for it rather than fetch it too, while its job
+        # runs that attempt: one that gave up (its starts missed) or was lost lets the next
+        # page fetch it, instead of holding the host back until the fetch could have ended.
+        self._robots_pending: dict[str, tuple[float, str, int]] = {}
         self._rng = rng or random.Random()
         self._hosts: set[str] = set()
 
@@ -200,7 +210,7 @@ class Gate:
             return
         if plan.action == "robots" and plan.options is not None:
             until = plan.start_at + plan.options.timeout + SLOT_MARGIN
-            self._robots_pending[host] = (until, pending[1])
+            self._robots_pending[host] = (until, pending[1], pending[2])
         else:
             self._robots_pending.pop(host, None)
 
@@ -228,11 +238,16 @@ class Gate:
                 # One attempt fetches it; the others the host's new links brought at once
                 # come back once it is known (each would otherwise fetch it, a delay apart).
                 pending = self._robots_pending.get(host)
-                if pending is not None and pending[0] > now and pending[1] != ask.item_id:
+                if (
+                    pending is not None
+                    and pending[0] > now
+                    and pending[1] != ask.item_id
+                    and t.running(pending[1], pending[2])
+                ):
                     wait = max(delay, ROBOTS_POLL) * self._rng.uniform(1.0, 1.5)
                     waiting = _with(base, options=options, reason=ROBOTS_PENDING)
                     return _defer(waiting, min(now + wait, pending[0]))
-                self._robots_pending[host] = (now + HOLD, ask.item_id)  # until reserved
+                self._robots_pending[host] = (now + HOLD, ask.item_id, ask.attempt)
                 action = "robots"
             elif robots.unavailable:  # RFC 9309: disallow all while the server errs
                 return _defer(_with(base, options=options), self._robots[host][1])

@@ -268,6 +268,10 @@ _RESERVE_POSTGRES = q(
     " SELECT h.next_at, h.blocked_until, h.errors, held.on_host, held.on_crawl, go.start"
     " FROM h CROSS JOIN held LEFT JOIN go ON true"
 )
+_RUNNING = q(
+    f"SELECT count(*) FROM jobs WHERE item_id = :item_id AND task = '{FETCH_TASK}'"
+    " AND status = 'running' AND attempt = :attempt"
+)
 _RELEASE = q("DELETE FROM crawl_slots WHERE item_id = :item_id AND attempt = :attempt")
 _PURGE_SLOTS = q("DELETE FROM crawl_slots WHERE until < :now")
 
@@ -576,6 +580,11 @@ class CrawlTables:
         (next start, blocked until, errors) and the slots in use (host, crawl) before it,
         and the start it reserved (``None``: it reserved nothing)."""
         return self.db.fetch_later(_RESERVE_POSTGRES, params)
+
+    def running(self, item_id: str, attempt: int) -> bool:
+        """Whether the page *item_id*'s fetch job is running its attempt *attempt*."""
+        [(found,)] = self.db.fetch(_RUNNING, {"item_id": item_id, "attempt": attempt})
+        return bool(found)
 
     def release(self, item_id: str, attempt: int) -> None:
         self.db.send(_RELEASE, {"item_id": item_id, "attempt": attempt})
