@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timing  # judges time: runs alone (scripts/check)
 log = logging.getLogger(__name__)
 
 RATE = 20
-SECONDS = 30
+SECONDS = 15
 WORKERS = 4
 
 APP = """

@@ -59,7 +59,7 @@ def settled(db: str, crawl_id: int) -> bool:
 def test_two_pipelines_crawl_one_site_with_exact_depth_and_global_politeness(
     db_url: str, tmp_path: Path, procs: Procs
 ) -> None:
-    site = random_graph(300, seed=7, out_degree=3)  # 200 pages within the depth, on 2 hosts
+    site = random_graph(150, seed=7, out_degree=3)  # 116 pages within the depth, on 2 hosts
     pages = list(site.pages)
     script = Script(  # some pages answer 503 once, some drop their connection once
         fail=dict.fromkeys(pages[5:60:7], 1), reset=dict.fromkeys(pages[8:80:9], 1)
