@@ -7,6 +7,7 @@ import hashlib
 import tempfile
 import time
 import zlib
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import IO
@@ -71,8 +72,15 @@ class Response:
         return _decode(raw, encoding) if encoding else raw
 
 
-# The latest moment the request this task is making may go out (this machine's clock).
-_NOT_AFTER: ContextVar[float | None] = ContextVar("trawl_not_after", default=None)
+# Waits for a new start on the request's host and returns the moment, on this machine's
+# clock, by which the request must then go out (pacing.paced).
+Repace = Callable[[], Awaitable[float]]
+# The latest moment the request this task is making may go out (this machine's clock), and
+# how it gets a new start when setting up its connection took it past that.
+_PERMIT: ContextVar[tuple[float, Repace | None] | None] = ContextVar("trawl_permit", default=None)
+# New starts a request whose connection made it late may take (each a round trip to the
+# gate and a wait of about a delay) before it gives up with LateStart.
+REPACES = 3
 
 
 class _PacedRequest(aiohttp.ClientRequest):
@@ -81,12 +89,24 @@ class _PacedRequest(aiohttp.ClientRequest):
     the one place a late start can still be called off. A permit is checked here, not
     when the task wakes, because a new connection or a busy event loop can hold a request
     back long enough to crowd the host's next one. (A trace hook on headers-sent did the
-    same, but tracing costs every request a dozen signal sends.)"""
+    same, but tracing costs every request a dozen signal sends.)
+
+    A request late by then takes a new start on its host and waits for it, keeping the
+    connection it made: setting one up (DNS, TCP, TLS) takes a round trip or more to a
+    distant host, often longer than a permit's margin, and aiohttp closes the connection
+    of a request that fails in ``send``, so a request given up here would need a new
+    connection next time, and be late again, for ever."""
 
     async def send(self, conn: Connection) -> aiohttp.ClientResponse:
-        not_after = _NOT_AFTER.get()
-        if not_after is not None and (late := time.time() - not_after) > 0:
-            raise LateStart(f"{late:.3f}s past its permit")
+        permit = _PERMIT.get()
+        if permit is not None:
+            not_after, repace = permit
+            tries = REPACES
+            while repace is not None and tries and time.time() > not_after:
+                tries -= 1
+                not_after = await repace()
+            if (late := time.time() - not_after) > 0:
+                raise LateStart(f"{late:.3f}s past its permit")
         return await super().send(conn)
 
 
@@ -117,14 +137,15 @@ async def fetch(
     method: str = "GET",
     data: bytes | None = None,
     not_after: float | None = None,
+    repace: Repace | None = None,
 ) -> Response:
     """GET (or *method*) *url* without following redirects; raises FetchError when no
     response came, and LateStart, having sent nothing, when the request could not go out
-    by *not_after* (this machine's clock)."""
+    by *not_after* (this machine's clock), nor by the new starts *repace* got it."""
     started = time.time()
     sent = {"Accept-Encoding": ACCEPT_ENCODING, **headers}
     limits = aiohttp.ClientTimeout(total=timeout, sock_connect=min(10.0, timeout))
-    paced = _NOT_AFTER.set(not_after)
+    paced = _PERMIT.set(None if not_after is None else (not_after, repace))
     try:
         async with client.request(
             method,
@@ -145,7 +166,7 @@ async def fetch(
     except OSError as error:
         raise FetchError(f"{type(error).__name__}: {error}") from error
     finally:
-        _NOT_AFTER.reset(paced)
+        _PERMIT.reset(paced)
 
 
 @dataclass(kw_only=True, slots=True)

@@ -69,6 +69,7 @@ class Plan:
     until: float = 0.0  # defer: when to try again
     reason: str = ""  # skip: why; defer: ROBOTS_PENDING (wait in the task, plan again)
     host_errors: int = 0  # fetch: the host's consecutive errors so far (a success resets)
+    delay: float = 0.0  # fetch/robots: the host's delay, its robots.txt Crawl-delay included
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -380,7 +381,7 @@ class _Wanted:
 
     def fetch(self, start: float, errors: int) -> Plan:
         action = "robots" if self.plan.action == "robots" else "fetch"
-        return _with(self.plan, action=action, start_at=start, host_errors=errors)
+        return _with(self.plan, action=action, start_at=start, host_errors=errors, delay=self.delay)
 
 
 def capped_delay(robots: Robots, agent: str, options: Options) -> float:

@@ -42,6 +42,7 @@ def plan_to_wire(plan: Plan) -> wire.CrawlPlan:
         until=plan.until,
         reason=plan.reason,
         host_errors=plan.host_errors,
+        delay=plan.delay,
     )
 
 
@@ -57,6 +58,7 @@ def plan_from_wire(plan: wire.CrawlPlan) -> Plan:
         until=plan.until,
         reason=plan.reason,
         host_errors=plan.host_errors,
+        delay=plan.delay,
     )
 
 

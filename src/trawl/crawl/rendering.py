@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from trawl.crawl import client, extract, pacing, personas, urls
@@ -123,6 +124,7 @@ async def _subrequest(page: _Page, outgoing: Outgoing) -> Response:
                 method=outgoing.method,
                 data=outgoing.body,
                 not_after=not_after,
+                repace=partial(pacing.paced, page.ctx, page.rt, host, page.options.delay),
             )
         except LateStart:
             continue  # nothing went out: take the host's next start

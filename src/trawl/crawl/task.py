@@ -10,6 +10,7 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from trawl.crawl import client, extract, pacing, rendering, urls
@@ -166,8 +167,9 @@ async def _robots_txt(
     headers = {"User-Agent": r.settings.user_agent}
     for hop in range(MAX_REDIRECTS + 1):
         try:
+            delay = r.delay if hop == 0 else r.options.delay
             if hop:  # a further request: it waits for its own start on its host
-                not_after = await pacing.paced(ctx, rt, urls.host(target), r.options.delay)
+                not_after = await pacing.paced(ctx, rt, urls.host(target), delay)
             resp = await client.fetch(
                 rt.client(),
                 target,
@@ -175,6 +177,7 @@ async def _robots_txt(
                 timeout=r.options.timeout,
                 max_bytes=MAX_BYTES,
                 not_after=not_after,
+                repace=partial(pacing.paced, ctx, rt, urls.host(target), delay),
             )
         except FetchError:
             return UNREACHABLE, ""
@@ -212,6 +215,7 @@ async def _fetch(
             timeout=r.options.timeout,
             max_bytes=r.options.max_bytes,
             not_after=not_after,
+            repace=partial(pacing.paced, ctx, rt, urls.host(url), r.delay),
         )
     except FetchError as error:
         rt.finished.append((ctx.id, ctx.attempt))
@@ -350,6 +354,7 @@ class _Ready:
     crawl: CrawlRow
     options: Options
     settings: Settings
+    delay: float  # the host's, its Crawl-delay included (the crawl's from an older tracker)
 
 
 async def _host_backs_off(ctx: Context, url: str, grace: float) -> bool:
@@ -365,7 +370,7 @@ async def _host_backs_off(ctx: Context, url: str, grace: float) -> bool:
 def _ready(plan: Plan) -> _Ready:
     if plan.options is None or plan.settings is None or plan.crawl is None:
         raise RuntimeError(f"an incomplete plan to fetch: {plan}")
-    return _Ready(plan.crawl, plan.options, plan.settings)
+    return _Ready(plan.crawl, plan.options, plan.settings, max(plan.delay, plan.options.delay))
 
 
 def _record(ctx: Context, plan: Plan, crawl_id: int, url: str, started: float) -> dict[str, Any]:

@@ -392,6 +392,7 @@ class CrawlPlan(Struct):
     until: float = 0.0
     reason: str = ""
     host_errors: int = 0
+    delay: float = 0.0  # fetch/robots: the host's delay (Crawl-delay included), for crawl.pace
 
 
 class RobotsRequest(Struct):
