@@ -1,10 +1,12 @@
 """A crawl fetched by two remote pipelines (`trawl worker --crawl --server`), each writing
 WARC files of its own, with the tracker granting politeness permits: depth exact against
-the site's ground truth, and request starts on each host never closer than the delay."""
+the site's ground truth, and request starts on each host never closer than the delay; and
+the same when every connection takes longer to set up than the delay (a distant host)."""
 
 from __future__ import annotations
 
 import itertools
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,3 +122,58 @@ def test_two_pipelines_crawl_one_site_with_exact_depth_and_global_politeness(
                     if rec.rec_type in ("response", "revisit")
                 }
         assert {r["url"] for r in by_pipeline[name]} <= uris
+
+
+# Loaded by the pipelines' Python at start-up (on their PYTHONPATH): every new connection
+# waits 0.1 s first, as a distant host's handshake would, longer than the crawl's delay.
+DISTANT = """
+import asyncio
+import aiohttp
+
+_connect = aiohttp.TCPConnector._create_connection
+
+
+async def _far(self, req, *args, **kwargs):
+    await asyncio.sleep(0.1)
+    return await _connect(self, req, *args, **kwargs)
+
+
+aiohttp.TCPConnector._create_connection = _far
+"""
+
+
+def test_pipelines_reach_hosts_whose_connections_take_longer_than_the_delay(
+    db_url: str, tmp_path: Path, procs: Procs
+) -> None:
+    """A request late from connecting takes a new start from the tracker (crawl.pace) and
+    goes out on it; before, it gave up and lost its connection, and no page was fetched."""
+    site = random_graph(60, seed=7, out_degree=3)
+    delay = 0.1
+    port = pg.free_port()
+    tokens = {name: create_pipeline(procs, db_url, name) for name in ("p1", "p2")}
+    distant = tmp_path / "distant"
+    distant.mkdir()
+    (distant / "sitecustomize.py").write_text(DISTANT)
+    with SiteServer(site, hosts=2) as server:
+        options = Options(robots=True, delay=delay, timeout=5.0)
+        crawl_id = site_crawl.create(db_url, server, depth=4, options=options)
+        serve(procs, db_url, port)
+        paths = [str(distant), procs.env.get("PYTHONPATH", "")]
+        procs.env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+        workers = [
+            crawler(procs, port, name, tokens[name], tmp_path / f"warc-{name}")
+            for name in ("p1", "p2")
+        ]
+        wait_for(lambda: settled(db_url, crawl_id), "the crawl to finish", 120, interval=0.5)
+        log = server.requests()
+        truth = {server.url(k): d for k, d in site.truth(5).items()}
+        hosts = list(server.labels)
+    for worker in workers:
+        worker.send(signal.SIGTERM)
+        assert worker.wait(timeout=30) == 0, worker.describe()
+    found = site_crawl.pages(db_url, crawl_id)
+    assert site_crawl.fetched(found) == {u: d for u, d in truth.items() if d <= 4}
+    for host in hosts:
+        starts = sorted(r.at for r in log if r.host == host)
+        close = [b - a for a, b in itertools.pairwise(starts) if b - a < delay]
+        assert not close, f"{host}: request starts closer than {delay}s: {close}"
