@@ -75,6 +75,40 @@ def test_a_request_late_from_connecting_takes_a_new_start_on_the_same_connection
     assert sum(distant.values()) == 2  # the late request kept its connection
 
 
+def test_a_request_that_stays_late_or_finds_its_host_blocked_is_not_sent(
+    distant: Counter[str],
+) -> None:
+    calls: list[float] = []
+
+    async def always_late() -> float:  # a process too starved to make any start
+        calls.append(time.time())
+        return time.time() - 0.001
+
+    async def blocked() -> float:  # a 429 arrived meanwhile (pacing.paced says so)
+        raise client.FetchError("127.0.0.1 asked to be left alone for now (429/503)")
+
+    async def get(url: str, repace: client.Repace) -> client.Response:
+        async with client.session(4) as session:
+            return await client.fetch(
+                session,
+                url,
+                headers={},
+                timeout=5.0,
+                max_bytes=1 << 20,
+                not_after=time.time() + 0.01,
+                repace=repace,
+            )
+
+    with serving(pages=20) as server:
+        url = server.url(("main", "/"))
+        with pytest.raises(client.LateStart, match="past its permit"):
+            asyncio.run(get(url, always_late))
+        assert len(calls) == client.REPACES  # then it gave up
+        with pytest.raises(client.FetchError, match="left alone"):
+            asyncio.run(get(url, blocked))
+        assert server.requests() == []  # neither went out
+
+
 @pytest.mark.parametrize("delay", [0.05, 0.25])
 def test_a_crawl_of_distant_hosts_fetches_every_page_and_keeps_the_delay(
     db_url: str, distant: Counter[str], delay: float
