@@ -353,6 +353,39 @@ def test_lanes_share_the_slots_and_commit_every_job_once(db_url: str, connection
     assert sorted(e.item_id for e in done) == sorted(ids)  # each committed exactly once
 
 
+def test_a_lane_whose_sweep_took_a_while_claims_only_what_is_free_after_it(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lane looks for lapsed leases before it claims; while that look is at the
+    database, the other lane claims. The first must count the slots free after its sweep,
+    not before it, or the two lease more jobs than the slots (15 of 12 were seen)."""
+    app = trawl.App()
+    running = 0
+    peak = 0
+
+    @app.task(tags=["product"])
+    async def price(ctx: trawl.Context) -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.05 + 0.005 * (ctx.data["n"] % 7))  # outlasts a sweep
+        running -= 1
+
+    real = LocalLane.sweep
+
+    async def slow_sweep(self: LocalLane, defs: Any) -> Any:
+        await asyncio.sleep(0.03)
+        return await real(self, defs)
+
+    monkeypatch.setattr(LocalLane, "sweep", slow_sweep)
+    monkeypatch.setattr(worker_module, "SWEEP_EVERY", 0.01)
+    products(db_url, 200)
+    worker = Worker(app, url=db_url, concurrency=12, connections=2, exit_when_idle=True)
+    assert asyncio.run(worker.run()) == 0
+    assert worker.stats.done == 200
+    assert 1 < peak <= 12
+
+
 def test_a_worker_needs_at_least_one_connection(db_url: str) -> None:
     with pytest.raises(ValueError, match="connections must be at least 1, got 0"):
         Worker(trawl.App(), url=db_url, connections=0)

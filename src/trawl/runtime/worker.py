@@ -277,6 +277,7 @@ class Worker:
                     continue
             if claiming and time.monotonic() >= self._next_sweep:
                 await self._sweep(lane)
+                continue  # other lanes claimed meanwhile: count the free slots again
             epoch = self._commits
             results = self._take_pending()
             limit = min(free, share) if claiming else 0
@@ -612,13 +613,15 @@ class Worker:
 
     async def _sweep(self, lane: Lane) -> None:
         """Settle lapsed leases of this worker's tasks as lost attempts before claiming."""
-        self._next_sweep = time.monotonic() + SWEEP_EVERY
+        self._next_sweep = time.monotonic() + SWEEP_EVERY  # no other lane sweeps meanwhile
         try:
             lost, report = await self._retrying(
                 "sweep", lane.sweep, self.defs, wanted_at_stop=False
             )
         except DatabaseUnavailable:  # stopping: others will sweep
             return
+        finally:  # counted from its end: a sweep slower than that still leaves time to claim
+            self._next_sweep = time.monotonic() + SWEEP_EVERY
         for result in (r for r in lost if r.job_id in report.committed):
             log.warning("job %s of %s: %s", result.item_id, result.task, _why(result))
         if lost:
