@@ -20,8 +20,10 @@ import aiohttp
 import pytest
 
 from tests.support import site_crawl
-from trawl.crawl import client
+from trawl.crawl import client, urls
+from trawl.crawl import robots as robots_module
 from trawl.crawl.options import Options
+from trawl.crawl.state import runtime
 from trawl.demo.httpd import SiteServer, serving
 from trawl.demo.site import random_graph
 
@@ -130,3 +132,42 @@ def test_a_crawl_of_distant_hosts_fetches_every_page_and_keeps_the_delay(
         close = [b - a for a, b in itertools.pairwise(starts) if b - a < delay]
         assert not close, f"{host}: request starts closer than {delay}s: {close}"
     assert sum(distant.values()) >= 2  # every host was connected to, at CONNECT each
+
+
+@pytest.mark.parametrize("robots", [False, True], ids=["page", "robots.txt"])
+def test_a_late_request_whose_host_is_held_off_meanwhile_waits_for_the_hold_without_failing(
+    db_url: str, distant: Counter[str], monkeypatch: pytest.MonkeyPatch, robots: bool
+) -> None:
+    """The host's first request is late from connecting; while it waits for a new start, a
+    429 holds the host off (as another page's answer would). Nothing was sent, so nothing
+    failed: no attempt is recorded, no robots.txt is taken as unreachable (which would hold
+    every page of the host for ERROR_TTL, made an hour here), and the page is fetched once
+    the hold ends. Before, the page recorded a failed attempt and counted a host error."""
+    monkeypatch.setattr(robots_module, "ERROR_TTL", 3600.0)
+    hold = 0.5
+    held: list[float] = []
+    connect = aiohttp.TCPConnector._create_connection  # distant's
+
+    async def held_off(self: aiohttp.TCPConnector, req: Any, *args: Any, **kwargs: Any) -> Any:
+        if not held:  # the first connection: its request will be late
+            held.append(time.time() + hold)
+            runtime().blocked[urls.host(str(req.url))] = held[0]
+        return await connect(self, req, *args, **kwargs)
+
+    monkeypatch.setattr(aiohttp.TCPConnector, "_create_connection", held_off)
+    site = random_graph(12, seed=4, out_degree=3, hosts=1)
+    with SiteServer(site, hosts=1) as server:
+        options = Options(robots=robots, delay=0.05, timeout=5.0)
+        crawl_id = site_crawl.create(db_url, server, depth=3, options=options)
+        site_crawl.run(db_url, crawl_id, concurrency=4)
+        log = server.requests()
+        truth = {server.url(k): d for k, d in site.truth(4).items()}
+    assert held, "no connection was made"
+    found = site_crawl.pages(db_url, crawl_id)
+    assert site_crawl.fetched(found) == {u: d for u, d in truth.items() if d <= 3}
+    assert all(n == 1 for n in Counter(r.path for r in log).values())
+    assert min(r.at for r in log) >= held[0] - 0.01  # nothing went out during the hold
+    first = "/robots.txt" if robots else "/"
+    assert sorted(log, key=lambda r: r.at)[0].path == first
+    attempts = site_crawl.attempts(db_url, crawl_id)
+    assert [a for a in attempts if a["outcome"] != "done"] == []

@@ -29,6 +29,11 @@ class FetchError(Exception):
     """The request got no complete response: a timeout, a reset, a refused connection."""
 
 
+class HostHeldOff(FetchError):
+    """The host asked to be left alone (a 429, or a 503 with Retry-After) after this
+    request was planned, so it was not sent: not a failure of the host, nor of the page."""
+
+
 class LateStart(Exception):
     """The request was about to go out later than its politeness permit allows, so it was
     not sent: sent now, it could land closer than the delay to the host's next request."""

@@ -13,7 +13,7 @@ import asyncio
 import math
 import time
 
-from trawl.crawl.client import FetchError
+from trawl.crawl.client import HostHeldOff
 from trawl.crawl.politeness import slack
 from trawl.crawl.state import ProcessState
 from trawl.runtime.context import Context
@@ -28,15 +28,15 @@ def latest_send(delay: float) -> float:
 async def paced(ctx: Context, rt: ProcessState, host: str, delay: float) -> float:
     """Wait for the next start on *host* (a request beyond the attempt's own permit: a
     redirect of robots.txt, a browser's sub-request); returns the moment, on this machine's
-    clock, by which the request must go out. Raises FetchError while the host is held off
+    clock, by which the request must go out. Raises HostHeldOff while the host is held off
     (a 429 or 503)."""
     if rt.blocked.get(host, 0.0) > time.time():
-        raise FetchError(f"{host} asked to be left alone for now (429/503)")
+        raise HostHeldOff(f"{host} asked to be left alone for now (429/503)")
     if delay <= 0:
         return math.inf  # no spacing to keep: no round trip to the gate
     start = await rt.port.pace(ctx, host, delay)
     if start is None:
-        raise FetchError(f"{host} asked to be left alone for now (429/503)")
+        raise HostHeldOff(f"{host} asked to be left alone for now (429/503)")
     local = rt.port.local_time(start)
     wait = local - time.time()
     if wait > 0:

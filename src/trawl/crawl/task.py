@@ -17,7 +17,7 @@ from trawl.crawl import client, extract, pacing, rendering, urls
 from trawl.crawl.blocks import block_of
 from trawl.crawl.browser.capture import RenderFailed
 from trawl.crawl.browser.chromium import BrowserUnavailable
-from trawl.crawl.client import FetchError, LateStart, Response
+from trawl.crawl.client import FetchError, HostHeldOff, LateStart, Response
 from trawl.crawl.frontier import Discover, Found
 from trawl.crawl.inflight import Permit
 from trawl.crawl.options import Options
@@ -117,6 +117,11 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
             return await _fetch(ctx, rt, plan, crawl_id, url, not_after, permit)
         except LateStart:
             continue  # nothing was sent: plan again, from the host's next free start
+        except HostHeldOff:
+            # A 429 or 503 held the host off while this request waited for a new start (its
+            # connection made it late): nothing was sent and nothing failed. Planned again,
+            # the gate puts the page aside until the host's hold ends.
+            continue
         finally:
             permit.release()
     # Late three times (a starved process), or robots.txt kept changing: try again soon.
@@ -179,6 +184,8 @@ async def _robots_txt(
                 not_after=not_after,
                 repace=partial(pacing.paced, ctx, rt, urls.host(target), delay),
             )
+        except HostHeldOff:
+            raise  # not asked, so no answer to keep: the page plans again
         except FetchError:
             return UNREACHABLE, ""
         try:
@@ -217,6 +224,8 @@ async def _fetch(
             not_after=not_after,
             repace=partial(pacing.paced, ctx, rt, urls.host(url), r.delay),
         )
+    except HostHeldOff:
+        raise  # nothing was sent: no attempt to record, no error of the host's
     except FetchError as error:
         rt.finished.append((ctx.id, ctx.attempt))
         permit.release()
