@@ -104,7 +104,9 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
                 return None
             start = rt.port.local_time(plan.start_at)
             await _sleep_until(start)
-            not_after = start + latest_send(plan.options.delay if plan.options else 0.0)
+            # The margin is half the slack the gate added to this host's spacing, which is
+            # its delay with any Crawl-delay (plan.delay), not the crawl's delay alone.
+            not_after = start + latest_send(plan.delay)
             if time.time() > not_after:
                 continue  # a busy loop woke us too late: sent now, it could crowd the next
             blocked = rt.blocked.get(urls.host(url), 0.0)
