@@ -3,6 +3,8 @@ where it stood, not with pytest's thread dump of idle threads."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.support import site_crawl
@@ -21,6 +23,8 @@ def test_a_crawl_past_its_limit_fails_with_its_open_pages_and_task_stacks(
         origin = server.origin["main"]
     report = str(raised.value)
     assert report.startswith("the crawl ran 0.5 s and had not finished")
-    assert " queued attempt " in report  # the pages still to do, with their state
+    # The pages still to do, with their state: on a loaded machine only the seed may have
+    # been claimed by then ("running attempt 1"; CI saw it once), else the pages it found.
+    assert re.search(r" (queued|running) attempt \d+ ", report), report
     assert f"  {origin}/" in report
     assert "Stack for <Task" in report  # what the loop's tasks were awaiting
