@@ -9,7 +9,6 @@ import asyncio
 import itertools
 import socket
 import time
-from collections import Counter
 
 import pytest
 from aiohttp import web
@@ -18,7 +17,7 @@ from tests.support import hostile, site_crawl
 from trawl.crawl import client, task
 from trawl.crawl.options import Options
 from trawl.demo import stamps
-from trawl.demo.httpd import SiteServer, serving
+from trawl.demo.httpd import serving
 from trawl.demo.site import random_graph
 
 pytestmark = pytest.mark.timing  # judges time: runs alone (scripts/check)
@@ -162,15 +161,6 @@ def test_a_hosts_crawl_delay_gives_a_late_wake_its_margin(
     monkeypatch.setattr(task, "_sleep_until", drowsy)
     site = random_graph(6, seed=2, out_degree=2, hosts=1)
     site.robots["main"] = f"User-agent: *\nCrawl-delay: {crawl_delay}\n"
-    with SiteServer(site, hosts=1) as server:
-        options = Options(robots=True, delay=0.02, timeout=5.0)
-        crawl_id = site_crawl.create(db_url, server, depth=3, options=options)
-        site_crawl.run(db_url, crawl_id, concurrency=4)
-        log = server.requests()
-        truth = {server.url(k): d for k, d in site.truth(4).items()}
-    found = site_crawl.pages(db_url, crawl_id)
-    assert site_crawl.fetched(found) == {u: d for u, d in truth.items() if d <= 3}
-    assert all(n == 1 for n in Counter(r.path for r in log).values())
-    starts = sorted(r.at for r in log)
-    close = [b - a for a, b in itertools.pairwise(starts) if b - a < crawl_delay]
-    assert not close, f"request starts closer than the Crawl-delay: {close}"
+    options = Options(robots=True, delay=0.02, timeout=5.0)
+    served = site_crawl.crawl_served(db_url, site, options)
+    site_crawl.check_exact_once_spaced(db_url, served, depth=3, delay=crawl_delay)

@@ -21,10 +21,12 @@ import pytest
 
 from tests.support import site_crawl
 from trawl.crawl import client, urls
+from trawl.crawl import port as port_module
 from trawl.crawl import robots as robots_module
 from trawl.crawl.options import Options
+from trawl.crawl.politeness import slack
 from trawl.crawl.state import runtime
-from trawl.demo.httpd import SiteServer, serving
+from trawl.demo.httpd import Script, SiteServer, serving
 from trawl.demo.site import random_graph
 
 pytestmark = pytest.mark.timing  # judges gaps on the wire: runs alone (scripts/check)
@@ -156,18 +158,40 @@ def test_a_late_request_whose_host_is_held_off_meanwhile_waits_for_the_hold_with
 
     monkeypatch.setattr(aiohttp.TCPConnector, "_create_connection", held_off)
     site = random_graph(12, seed=4, out_degree=3, hosts=1)
-    with SiteServer(site, hosts=1) as server:
-        options = Options(robots=robots, delay=0.05, timeout=5.0)
-        crawl_id = site_crawl.create(db_url, server, depth=3, options=options)
-        site_crawl.run(db_url, crawl_id, concurrency=4)
-        log = server.requests()
-        truth = {server.url(k): d for k, d in site.truth(4).items()}
+    options = Options(robots=robots, delay=0.05, timeout=5.0)
+    served = site_crawl.crawl_served(db_url, site, options)
     assert held, "no connection was made"
-    found = site_crawl.pages(db_url, crawl_id)
-    assert site_crawl.fetched(found) == {u: d for u, d in truth.items() if d <= 3}
-    assert all(n == 1 for n in Counter(r.path for r in log).values())
-    assert min(r.at for r in log) >= held[0] - 0.01  # nothing went out during the hold
+    site_crawl.check_exact_once_spaced(db_url, served, depth=3, delay=0.05)
+    assert min(r.at for r in served.log) >= held[0] - 0.01  # nothing went out during the hold
     first = "/robots.txt" if robots else "/"
-    assert sorted(log, key=lambda r: r.at)[0].path == first
-    attempts = site_crawl.attempts(db_url, crawl_id)
+    assert sorted(served.log, key=lambda r: r.at)[0].path == first
+    attempts = site_crawl.attempts(db_url, served.crawl_id)
     assert [a for a in attempts if a["outcome"] != "done"] == []
+
+
+def test_a_host_that_closes_its_connections_gets_one_start_a_request(
+    db_url: str, distant: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every request to a distant host that keeps no connection open is late from
+    connecting. The start it missed moves to when it is ready (no later start on the host
+    was reserved: one page at a time, per_host 1), where it used to take the host's next
+    start, a whole delay later: two starts a request, half the delay's rate."""
+    delay = 0.25
+    moves: list[tuple[float, float]] = []  # (missed, given) for each request that was late
+    real = port_module.pace_host
+
+    def pace_host(store: Any, host: str, delay: float, after: float | None = None) -> Any:
+        start = real(store, host, delay, after)
+        if after is not None:
+            moves.append((after, start))
+        return start
+
+    monkeypatch.setattr(port_module, "pace_host", pace_host)
+    site = random_graph(10, seed=6, out_degree=3, hosts=1)
+    options = Options(robots=True, delay=delay, per_host=1, timeout=5.0)
+    served = site_crawl.crawl_served(db_url, site, options, script=Script(close=True))
+    site_crawl.check_exact_once_spaced(db_url, served, depth=3, delay=delay)
+    assert sum(distant.values()) == len(served.log)  # a new connection for every request
+    assert len(moves) >= len(served.log)  # each was late from connecting ...
+    step = delay + slack(delay)  # ... and went out on its missed start, moved to now
+    assert [given for missed, given in moves if given is None or given >= missed + step] == []

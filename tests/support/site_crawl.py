@@ -6,8 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import itertools
 import multiprocessing
 import time
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from trawl.cli.crawlview import page_json
@@ -15,7 +18,8 @@ from trawl.crawl import foreground, operations
 from trawl.crawl.app import make_app
 from trawl.crawl.operations import CrawlSpec, Progress
 from trawl.crawl.options import Options
-from trawl.demo.httpd import SiteServer
+from trawl.demo.httpd import Request, Script, SiteServer
+from trawl.demo.site import Site
 from trawl.store import migrate
 from trawl.store.crawls import FETCH_TASK
 from trawl.store.store import Store
@@ -99,3 +103,43 @@ def attempts(url: str, crawl_id: int) -> list[dict[str, Any]]:
 def fetched(found: dict[str, dict[str, Any]]) -> dict[str, int]:
     """url -> depth of the pages that were fetched (done, or failed for good)."""
     return {u: p["depth"] for u, p in found.items() if p["state"] in ("DONE", "FAILED")}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Served:
+    """A crawl run to its end on a SiteServer: what the server logged, and the truth."""
+
+    crawl_id: int
+    log: list[Request]
+    truth: dict[str, int]  # url -> true depth, a level past the crawl's
+
+
+def crawl_served(
+    url: str,
+    site: Site,
+    options: Options,
+    *,
+    script: Script | None = None,
+    hosts: int = 1,
+    depth: int = 3,
+    concurrency: int = 4,
+) -> Served:
+    """Crawl *site*, served on *hosts* hosts (scripted by *script*), from its main page."""
+    with SiteServer(site, script, hosts=hosts) as server:
+        crawl_id = create(url, server, depth=depth, options=options)
+        run(url, crawl_id, concurrency=concurrency)
+        log = server.requests()
+        truth = {server.url(k): d for k, d in site.truth(depth + 1).items()}
+    return Served(crawl_id=crawl_id, log=log, truth=truth)
+
+
+def check_exact_once_spaced(url: str, served: Served, depth: int, delay: float) -> None:
+    """Every page within *depth* fetched and none beyond, each URL requested once, and no
+    two request starts on a host closer than *delay*, as the server logged them."""
+    found = pages(url, served.crawl_id)
+    assert fetched(found) == {u: d for u, d in served.truth.items() if d <= depth}
+    assert all(n == 1 for n in Counter((r.host, r.path) for r in served.log).values())
+    for host in {r.host for r in served.log}:
+        starts = sorted(r.at for r in served.log if r.host == host)
+        close = [b - a for a, b in itertools.pairwise(starts) if b - a < delay]
+        assert not close, f"{host}: request starts closer than {delay}s: {close}"

@@ -78,7 +78,7 @@ class Response:
 
 
 # Waits for a new start on the request's host and returns the moment, on this machine's
-# clock, by which the request must then go out (pacing.paced).
+# clock, by which the request must then go out (pacing.Starts).
 Repace = Callable[[], Awaitable[float]]
 # The latest moment the request this task is making may go out (this machine's clock), and
 # how it gets a new start when setting up its connection took it past that.

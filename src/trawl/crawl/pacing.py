@@ -25,20 +25,38 @@ def latest_send(delay: float) -> float:
     return slack(delay) / 2 if delay > 0 else math.inf
 
 
-async def paced(ctx: Context, rt: ProcessState, host: str, delay: float) -> float:
-    """Wait for the next start on *host* (a request beyond the attempt's own permit: a
-    redirect of robots.txt, a browser's sub-request); returns the moment, on this machine's
-    clock, by which the request must go out. Raises HostHeldOff while the host is held off
-    (a 429 or 503)."""
-    if rt.blocked.get(host, 0.0) > time.time():
-        raise HostHeldOff(f"{host} asked to be left alone for now (429/503)")
-    if delay <= 0:
-        return math.inf  # no spacing to keep: no round trip to the gate
-    start = await rt.port.pace(ctx, host, delay)
-    if start is None:
-        raise HostHeldOff(f"{host} asked to be left alone for now (429/503)")
-    local = rt.port.local_time(start)
-    wait = local - time.time()
-    if wait > 0:
-        await asyncio.sleep(wait)
-    return local + latest_send(delay)
+class Starts:
+    """The starts one request takes on its host beyond its attempt's own permit: a
+    redirect of robots.txt, a browser's sub-request, or a request whose connection made it
+    miss its start. :meth:`take` waits for the next and returns the moment, on this
+    machine's clock, by which the request must then go out; a missed start (*start*, the
+    plan's, or the last one taken here, on the permit's clock) moves to now when no later
+    start on the host was reserved meanwhile (politeness.pace_host)."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        rt: ProcessState,
+        host: str,
+        delay: float,
+        start: float | None = None,
+    ) -> None:
+        self.ctx, self.rt, self.host, self.delay = ctx, rt, host, delay
+        self.start = start
+
+    async def take(self) -> float:
+        """Raises HostHeldOff while the host is held off (a 429 or 503)."""
+        host = self.host
+        if self.rt.blocked.get(host, 0.0) > time.time():
+            raise HostHeldOff(f"{host} asked to be left alone for now (429/503)")
+        if self.delay <= 0:
+            return math.inf  # no spacing to keep: no round trip to the gate
+        start = await self.rt.port.pace(self.ctx, host, self.delay, self.start)
+        if start is None:
+            raise HostHeldOff(f"{host} asked to be left alone for now (429/503)")
+        self.start = start
+        local = self.rt.port.local_time(start)
+        wait = local - time.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        return local + latest_send(self.delay)

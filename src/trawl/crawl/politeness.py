@@ -421,18 +421,35 @@ def host_failed(store: Store, host: str, grace: float) -> float | None:
     return until
 
 
-def pace_host(store: Store, host: str, delay: float) -> float | None:
-    """Reserve the next start on *host* for a browser page's sub-request, *delay* after
-    the one before (pages and sub-requests share the host's spacing); ``None`` while the
-    host is blocked. Sub-requests take no slot: the page they belong to holds one."""
+def pace_host(
+    store: Store, host: str, delay: float, after: float | None = None, lead: float = 0.0
+) -> float | None:
+    """Reserve the next start on *host*, *delay* after the one before (pages and
+    sub-requests share the host's spacing), for a browser page's sub-request or a request
+    that missed its start; ``None`` while the host is blocked. Sub-requests take no slot:
+    the page they belong to holds one.
+
+    *after* is the start the request missed, when it has one. If no later start on the
+    host was reserved since, that start moves to now (*lead* later, the time the answer
+    takes to reach the asker) and the host's next start moves with it: the request goes
+    out as soon as it is ready, not a whole delay later. A request made late by setting up
+    a connection to a distant host otherwise used two starts, and a host that closes its
+    connections (or one crawled slower than its keep-alive) at half its delay's rate."""
     tables = store.crawls
+    step = delay + slack(delay)
     with store.write(soft=True):
         now = store.clock()
         next_at, blocked, _ = tables.host(host)
         if blocked is not None and blocked > now:
             return None
-        start = max(now, next_at)
-        tables.set_next(host, start + delay + slack(delay))
+        # The host's next start is *after*'s own step on when *after* is the last start
+        # reserved; any later reservation put it a whole step further.
+        # (A missed start is past, or barely ahead on a pipeline's clock: nothing else moves.)
+        if after is not None and after <= now + step and next_at < after + step * 1.5:
+            start = max(now + lead, after)
+        else:
+            start = max(now, next_at)
+        tables.set_next(host, start + step)
     return start
 
 

@@ -47,8 +47,12 @@ class Port(Protocol):
     async def payload(self, ctx: Context, crawl_id: int, digest: str) -> tuple[str, str] | None:
         """(url, date) of the first archived copy of the payload *digest* in the crawl."""
 
-    async def pace(self, ctx: Context, host: str, delay: float) -> float | None:
-        """When a browser's sub-request to *host* may start (None: the host is blocked)."""
+    async def pace(
+        self, ctx: Context, host: str, delay: float, after: float | None = None
+    ) -> float | None:
+        """When a request beyond its attempt's own permit (a browser's sub-request, a
+        request that missed its start *after*) may start on *host*, on the permit's clock
+        (None: the host is blocked); :func:`~trawl.crawl.politeness.pace_host`."""
 
     def local_time(self, moment: float) -> float:
         """*moment* of the permit's clock on this machine's clock."""
@@ -103,8 +107,10 @@ class LocalPort:
     async def payload(self, ctx: Context, crawl_id: int, digest: str) -> tuple[str, str] | None:
         return await ctx.with_store(lambda store: store.crawls.payload(crawl_id, digest))
 
-    async def pace(self, ctx: Context, host: str, delay: float) -> float | None:
-        return await ctx.with_store(partial(pace_host, host=host, delay=delay))
+    async def pace(
+        self, ctx: Context, host: str, delay: float, after: float | None = None
+    ) -> float | None:
+        return await ctx.with_store(partial(pace_host, host=host, delay=delay, after=after))
 
     def local_time(self, moment: float) -> float:
         return moment

@@ -101,8 +101,13 @@ class RemotePort:
         reply = await self.connection.request("crawl.payloads", request, wire.PayloadsReply)
         return reply.payloads.get(digest)
 
-    async def pace(self, ctx: Context, host: str, delay: float) -> float | None:
-        request = wire.PaceRequest(host=host, delay=delay)
+    async def pace(
+        self, ctx: Context, host: str, delay: float, after: float | None = None
+    ) -> float | None:
+        # A moved start must not pass before the answer is here: a round trip, twice over
+        # for the tracker's own work and the network's jitter.
+        lead = min(wire.LEAD_MAX, 2 * self.connection.round_trip)
+        request = wire.PaceRequest(host=host, delay=delay, after=after, lead=lead)
         reply = await self.connection.request("crawl.pace", request, wire.PaceReply)
         return reply.start
 

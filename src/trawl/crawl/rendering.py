@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field, replace
-from functools import partial
 from typing import Any
 
 from trawl.crawl import client, extract, pacing, personas, urls
@@ -113,7 +112,8 @@ async def _subrequest(page: _Page, outgoing: Outgoing) -> Response:
     """Fetch one request of the page through the host's politeness, and archive it."""
     host = urls.host(outgoing.url)
     for _ in range(LATE_TRIES):
-        not_after = await pacing.paced(page.ctx, page.rt, host, page.options.delay)
+        starts = pacing.Starts(page.ctx, page.rt, host, page.options.delay)
+        not_after = await starts.take()
         try:
             resp = await client.fetch(
                 page.rt.client(),
@@ -124,7 +124,7 @@ async def _subrequest(page: _Page, outgoing: Outgoing) -> Response:
                 method=outgoing.method,
                 data=outgoing.body,
                 not_after=not_after,
-                repace=partial(pacing.paced, page.ctx, page.rt, host, page.options.delay),
+                repace=starts.take,
             )
         except LateStart:
             continue  # nothing went out: take the host's next start

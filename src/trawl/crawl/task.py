@@ -10,7 +10,6 @@ import asyncio
 import random
 import time
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from trawl.crawl import client, extract, pacing, rendering, urls
@@ -158,25 +157,35 @@ async def _fetch_robots(
 ) -> None:
     r = _ready(plan)
     started = rt.port.permit_time(time.time())  # the next request counts from this start
-    status, body = await _robots_txt(ctx, rt, r, robots_url(url), not_after)
-    host, robots = urls.host(url), Robots(status, body)
+    host = urls.host(url)
+    first = pacing.Starts(ctx, rt, host, r.delay, plan.start_at)
+    status, body = await _robots_txt(ctx, rt, r, robots_url(url), not_after, first)
+    started = max(started, first.start or started)  # ... or from the start it went out on
+    robots = Robots(status, body)
     wait = max(r.options.delay, capped_delay(robots, r.settings.user_agent, r.options))
     wait += slack(wait)
     await rt.port.robots_fetched(ctx, host, (status, body), started + wait)
 
 
 async def _robots_txt(
-    ctx: Context, rt: ProcessState, r: _Ready, target: str, not_after: float
+    ctx: Context,
+    rt: ProcessState,
+    r: _Ready,
+    target: str,
+    not_after: float,
+    first: pacing.Starts,
 ) -> tuple[int, str]:
     """Status and body of a host's robots.txt, following up to five redirects (RFC 9309),
     each hop spaced on its host like any request; a longer chain counts as unavailable
-    (404), no answer as :data:`UNREACHABLE`. The first request goes by *not_after*."""
+    (404), no answer as :data:`UNREACHABLE`. The first request goes by *not_after*, or
+    on a start *first* takes."""
     headers = {"User-Agent": r.settings.user_agent}
+    starts = first
     for hop in range(MAX_REDIRECTS + 1):
         try:
-            delay = r.delay if hop == 0 else r.options.delay
             if hop:  # a further request: it waits for its own start on its host
-                not_after = await pacing.paced(ctx, rt, urls.host(target), delay)
+                starts = pacing.Starts(ctx, rt, urls.host(target), r.options.delay)
+                not_after = await starts.take()
             resp = await client.fetch(
                 rt.client(),
                 target,
@@ -184,7 +193,7 @@ async def _robots_txt(
                 timeout=r.options.timeout,
                 max_bytes=MAX_BYTES,
                 not_after=not_after,
-                repace=partial(pacing.paced, ctx, rt, urls.host(target), delay),
+                repace=starts.take,
             )
         except HostHeldOff:
             raise  # not asked, so no answer to keep: the page plans again
@@ -224,7 +233,7 @@ async def _fetch(
             timeout=r.options.timeout,
             max_bytes=r.options.max_bytes,
             not_after=not_after,
-            repace=partial(pacing.paced, ctx, rt, urls.host(url), r.delay),
+            repace=pacing.Starts(ctx, rt, urls.host(url), r.delay, plan.start_at).take,
         )
     except HostHeldOff:
         raise  # nothing was sent: no attempt to record, no error of the host's

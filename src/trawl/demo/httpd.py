@@ -41,12 +41,14 @@ class Request:
 class Script:
     """Misbehaviour: ``fail[key]`` 503s then ``reset[key]`` dropped connections for a page's
     first requests; ``throttle[host] = (count, retry_after)`` 429s for a host's first
-    requests; ``latency`` seconds before every response."""
+    requests; ``latency`` seconds before every response; ``close``: no connection is kept
+    alive, as some servers do (and any server past its keep-alive timeout)."""
 
     fail: dict[Key, int] = field(default_factory=dict)
     reset: dict[Key, int] = field(default_factory=dict)
     throttle: dict[str, tuple[int, float]] = field(default_factory=dict)
     latency: float = 0.0
+    close: bool = False  # answer each request with Connection: close, and close it
 
 
 class SiteServer:
@@ -182,11 +184,13 @@ class SiteServer:
                 await asyncio.sleep(self.script.latency)
             status, extra, body = self._respond(label, key, headers)
             self.log.append(Request(at, label, path, status))
+            if self.script.close:
+                extra = [*extra, ("Connection", "close")]
             reply = _head(status, extra, len(body)) + body
             await asyncio.get_running_loop().sock_sendall(conn, reply)
         finally:
             self.busy -= 1
-        return headers.get("connection", "").lower() != "close"
+        return not self.script.close and headers.get("connection", "").lower() != "close"
 
     def _respond(
         self, label: str, key: Key, headers: dict[str, str]

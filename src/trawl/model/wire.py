@@ -425,12 +425,19 @@ class HostFailedReply(Struct):
     until: float | None  # the page waits until then without spending a try; null: it counts
 
 
+# The most a moved start may lie ahead of the tracker's now (crawl.pace's lead).
+LEAD_MAX = 1.0
+
+
 class PaceRequest(Struct):
-    """``crawl.pace``: a start on *host* for a browser page's sub-request, *delay* after
-    the host's last one."""
+    """``crawl.pace``: a start on *host* for a browser page's sub-request, or for a request
+    that missed its start *after*, *delay* after the host's last one. A missed start on
+    which no later one was reserved moves to the tracker's now plus *lead*."""
 
     host: Name
     delay: Seconds
+    after: float | None = None  # the tracker's clock
+    lead: Annotated[float, msgspec.Meta(ge=0, le=LEAD_MAX)] = 0.0
 
 
 class PaceReply(Struct):

@@ -70,6 +70,7 @@ class Connection:
         self._advise, self._in_use, self._disk = on_advisory, in_use, disk
         self.welcome: wire.Welcome | None = None
         self.offset = 0.0  # the tracker's clock minus ours, from its welcome
+        self.round_trip = 0.0  # the quickest request to the tracker and back, once measured
         self.refused: PipelineRefused | None = None
         self._ws: ClientConnection | None = None
         self._seq = 0
@@ -260,7 +261,7 @@ class Connection:
             if best is None or back - sent < best[0]:
                 best = (back - sent, reply.time - (sent + back) / 2)
         if best is not None:
-            self.offset = best[1]
+            self.round_trip, self.offset = best
             log.info(
                 "tracker clock: %+.1f ms from ours (round trip %.1f ms)",
                 self.offset * 1000,

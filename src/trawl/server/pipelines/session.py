@@ -304,7 +304,9 @@ class PipelineSession(Session):
     async def crawl_pace(self, request: wire.PaceRequest, conv: Conversation) -> None:
         async def pace() -> wire.PaceReply:
             delay = min(request.delay, MAX_PACE)  # a pipeline cannot stall a host for all
-            start = await self.stores.run(lambda s: pace_host(s, request.host, delay))
+            start = await self.stores.run(
+                lambda s: pace_host(s, request.host, delay, request.after, request.lead)
+            )
             return wire.PaceReply(start=start)
 
         await self._answer(conv, pace)
