@@ -20,7 +20,7 @@ import aiohttp
 import pytest
 
 from tests.support import site_crawl
-from trawl.crawl import client, urls
+from trawl.crawl import client, politeness, urls
 from trawl.crawl import port as port_module
 from trawl.crawl import robots as robots_module
 from trawl.crawl.options import Options
@@ -177,8 +177,8 @@ def test_a_host_that_closes_its_connections_gets_one_start_a_request(
     was reserved: one page at a time, per_host 1), where it used to take the host's next
     start, a whole delay later: two starts a request, half the delay's rate."""
     delay = 0.25
-    moves: list[tuple[float, float]] = []  # (missed, given) for each request that was late
-    real = port_module.pace_host
+    moves: list[tuple[float, float | None]] = []  # (missed, given) for each late request
+    real = politeness.pace_host  # as the port calls it
 
     def pace_host(store: Any, host: str, delay: float, after: float | None = None) -> Any:
         start = real(store, host, delay, after)
