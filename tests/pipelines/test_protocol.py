@@ -382,3 +382,28 @@ def test_lapsed_leases_of_its_tasks_are_listed_for_the_pipeline_to_settle(
         await raw.ws.close()
 
     run(main)
+
+
+def test_crawl_pace_moves_a_missed_start_that_is_the_hosts_last(tracker: Tracker) -> None:
+    """crawl.pace with ``after`` (the start a request missed) and ``lead``: the start moves
+    to the tracker's now plus the lead when no later one was reserved, and the host's next
+    start moves with it; a start reserved after it keeps the request from moving; a lead
+    past its bound is refused by name."""
+    tracker.pipeline("p1")
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1")
+        pace = {"host": "a.test", "delay": 0.5}
+        missed = (await raw.ok("crawl.pace", pace))["start"]
+        moved = (await raw.ok("crawl.pace", pace | {"after": missed, "lead": 0.05}))["start"]
+        assert missed + 0.05 <= moved < missed + 0.5  # not a whole delay later
+        following = (await raw.ok("crawl.pace", pace))["start"]
+        assert following >= moved + 0.5  # the host's spacing moved on with it
+        again = (await raw.ok("crawl.pace", pace | {"after": moved}))["start"]
+        assert again >= following + 0.5  # `following` was reserved after it: no move
+        reply = await raw.request("crawl.pace", pace | {"after": again, "lead": 2.0})
+        assert reply["status"] == "error", reply
+        assert reply["payload"]["field"] == "lead", reply
+        await raw.ws.close()
+
+    run(main)
