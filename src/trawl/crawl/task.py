@@ -104,11 +104,11 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
             start = rt.port.local_time(plan.start_at)
             await _sleep_until(start)
             # The margin is half the slack the gate added to this host's spacing, which is
-            # its delay with any Crawl-delay (plan.delay), not the crawl's delay alone. A
+            # its delay with any Crawl-delay (_Ready.delay), not the crawl's delay alone. A
             # busy loop may wake us past it: the client finds that out as it sends, and the
             # request takes a new start then (pacing.Starts: this one, moved to now, when no
             # later one was reserved), rather than planning again here.
-            not_after = start + latest_send(plan.delay)
+            not_after = start + latest_send(_ready(plan).delay)
             blocked = rt.blocked.get(urls.host(url), 0.0)
             if blocked > time.time():  # a 429 arrived while this request waited its start
                 ctx.defer(blocked)
