@@ -195,3 +195,18 @@ def test_a_host_that_closes_its_connections_gets_one_start_a_request(
     assert len(moves) >= len(served.log)  # each was late from connecting ...
     step = delay + slack(delay)  # ... and went out on its missed start, moved to now
     assert [given for missed, given in moves if given is None or given >= missed + step] == []
+
+
+def test_a_crawl_delay_counts_from_the_start_robots_txt_went_out_on(
+    db_url: str, distant: Counter[str]
+) -> None:
+    """robots.txt's request is late from connecting (0.1 s) and goes out on a later start
+    than its plan's; the Crawl-delay it brings spaces the host's next request from that
+    start, not from the plan's, which would put the next page 0.1 s too close to it."""
+    crawl_delay = 0.3
+    site = random_graph(6, seed=2, out_degree=2, hosts=1)
+    site.robots["main"] = f"User-agent: *\nCrawl-delay: {crawl_delay}\n"
+    options = Options(robots=True, delay=0.05, timeout=5.0)
+    served = site_crawl.crawl_served(db_url, site, options)
+    assert sorted(served.log, key=lambda r: r.at)[0].path == "/robots.txt"
+    site_crawl.check_exact_once_spaced(db_url, served, depth=3, delay=crawl_delay)
