@@ -167,14 +167,26 @@ def test_a_hosts_crawl_delay_gives_a_late_wake_its_margin(
     assert len([delay for delay in paces if delay >= crawl_delay]) < pages / 2, paces
 
 
+@pytest.mark.parametrize("plan_delay", ["sent", "missing"])
 def test_a_task_woken_too_late_for_every_start_still_crawls(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
+    db_url: str, monkeypatch: pytest.MonkeyPatch, plan_delay: str
 ) -> None:
     """Every wake for a start comes 5 ms late, past the 2.5 ms margin of a 0.02 s delay (a
     starved event loop). The client finds each late as it sends, and the request takes a
     new start (its own, moved to now, when no later one was reserved). Before, a late wake
     planned the page again, and after three put it back in the queue for a second: the
-    crawl took 6-15 s, not half a second, and no request took a new start."""
+    crawl took 6-15 s, not half a second, and no request took a new start.
+
+    "missing": plans without the host's delay, as a tracker older than that field sends
+    them (0). The margin falls back to the crawl's delay; with none at all, requests woken
+    late went out late, and none took a new start."""
+    if plan_delay == "missing":
+        real_fetch = politeness._Wanted.fetch
+
+        def without_delay(self: Any, start: float, errors: int) -> politeness.Plan:
+            return dataclasses.replace(real_fetch(self, start, errors), delay=0.0)
+
+        monkeypatch.setattr(politeness._Wanted, "fetch", without_delay)
     _drowsy(monkeypatch, longer_than=0.0)
     paces = _paces(monkeypatch)
     site = random_graph(12, seed=5, out_degree=3, hosts=2)
@@ -208,24 +220,3 @@ def _paces(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
     monkeypatch.setattr(port_module, "pace_host", pace_host)
     return taken
-
-
-def test_a_plan_without_the_hosts_delay_still_gets_the_crawls_margin(
-    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A tracker older than the plan's ``delay`` sends none (0): the margin falls back to
-    the crawl's delay, not to no margin at all. With none, requests woken 5 ms late went
-    out late, and none took a new start."""
-    real_fetch = politeness._Wanted.fetch
-
-    def without_delay(self: Any, start: float, errors: int) -> politeness.Plan:
-        return dataclasses.replace(real_fetch(self, start, errors), delay=0.0)
-
-    monkeypatch.setattr(politeness._Wanted, "fetch", without_delay)
-    _drowsy(monkeypatch, longer_than=0.0)
-    paces = _paces(monkeypatch)
-    site = random_graph(12, seed=5, out_degree=3, hosts=2)
-    options = Options(robots=True, delay=0.02, timeout=5.0)
-    served = site_crawl.crawl_served(sqlite_url, site, options, hosts=2)
-    site_crawl.check_exact_once_spaced(sqlite_url, served, depth=3, delay=0.02)
-    assert len(paces) >= len(served.log) / 2
