@@ -39,6 +39,13 @@ ROBOTS_PENDING = "robots-pending"
 ROBOTS_POLL = 0.05
 ROBOTS_WAIT_MAX = 5.0  # waited that long in all, the page is put back in the queue
 PAUSED_RETRY = 5.0  # a crawl with concurrency 0
+# A page put aside because its host is busy (its starts booked past HOLD, or its requests in
+# flight at the limit) gets a turn: the host's next start that no page this gate put aside
+# was given yet, one step after the last one given. It wakes this long before its turn, to
+# be claimed and planned in time, and reserves the start then. Without turns such pages
+# woke at random within a delay of the host's next start and most found it taken: a
+# one-host crawl of 3,000 known pages at a 0.5 s delay planned 238 times a request.
+TURN_LEAD = 0.1
 NO_BROWSER_RETRY = 5.0  # a page for a browser, planned for a fetcher without one
 # Starts are planned here but seen by the server a moment later, a new connection's a bit
 # later than a kept-alive one's; a little slack keeps the spacing the server sees >= delay.
@@ -150,6 +157,9 @@ class Gate:
         self._robots_pending: dict[str, tuple[float, str, int]] = {}
         self._rng = rng or random.Random()
         self._hosts: set[str] = set()
+        # (crawl, host) -> the next start not yet given as a turn. Per crawl: a cancelled
+        # crawl's turns, never taken, hold back no other crawl's pages of the host.
+        self._turns: dict[tuple[int, str], float] = {}
 
     def begin(
         self,
@@ -183,6 +193,7 @@ class Gate:
             view = _Tables(tables, self._hosts)
             if self._rng.random() < 0.01 * len(asks):
                 tables.purge_slots(now)
+                self._turns = {k: t for k, t in self._turns.items() if t > now}
             made: list[Plan | _Wanted] = []
             for ask in asks:
                 planned = self._begin(view, now, ask, browser=browser)
@@ -276,6 +287,7 @@ class Gate:
         """PostgreSQL: the plan from what the server read and whether it reserved."""
         next_at, blocked, errors, on_host, on_crawl, start = rows[0]
         if start is not None:
+            self._started(w, float(next_at), now)
             return w.fetch(float(start), int(errors))
         decided = self._decide(now, w, float(next_at), blocked, int(on_host), int(on_crawl))
         if isinstance(decided, Plan):
@@ -299,12 +311,29 @@ class Gate:
             return _defer(plan, blocked + self._rng.uniform(0, max(delay, 0.5)))
         if crawl.concurrency <= 0:
             return _defer(plan, now + PAUSED_RETRY)
-        if on_host >= w.per_host or on_crawl >= crawl.concurrency:
-            return _defer(plan, now + max(delay, BUSY_RETRY) * self._rng.uniform(1.0, 2.0))
         start = max(now, next_at)
+        if on_crawl >= crawl.concurrency or (on_host >= w.per_host and delay <= 0):
+            return _defer(plan, now + max(delay, BUSY_RETRY) * self._rng.uniform(1.0, 2.0))
+        if on_host >= w.per_host:  # (not before its slot is free: at least BUSY_RETRY)
+            return _defer(plan, max(self._turn(w, start) - TURN_LEAD, now + BUSY_RETRY))
         if start - now > HOLD:
-            return _defer(plan, start + self._rng.uniform(0, max(delay, 0.1)))
+            return _defer(plan, self._turn(w, start) - TURN_LEAD)
+        self._started(w, next_at, now)
         return start
+
+    def _turn(self, w: _Wanted, start: float) -> float:
+        """The next start of *w*'s host no page this gate put aside was given yet."""
+        key = (w.crawl.id, w.host)
+        turn = max(start, self._turns.get(key, 0.0))
+        self._turns[key] = turn + w.step
+        return turn
+
+    def _started(self, w: _Wanted, next_at: float, now: float) -> None:
+        """A start was reserved for *w*: if the host had stood idle past HOLD, the pages
+        given its turns did not come (their crawl's pages were reset, or taken by another
+        process), and later ones would wait behind turns nobody takes: start afresh."""
+        if next_at < now - HOLD:
+            self._turns.pop((w.crawl.id, w.host), None)
 
     def ruleset(self, t: CrawlTables, crawl: CrawlRow) -> Ruleset:
         key = (crawl.id, crawl.ruleset)

@@ -1,0 +1,179 @@
+"""Pages put aside because their host is busy get turns: each wakes just before a start of
+its own, a step after the last one given, instead of all waking within a delay of the
+host's next start, where all but one found it taken and were put aside again."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests.integration.helpers import FakeClock
+from tests.support import site_crawl
+from trawl.crawl import operations, politeness
+from trawl.crawl.app import make_app
+from trawl.crawl.frontier import Found, discover
+from trawl.crawl.options import Options
+from trawl.crawl.politeness import BUSY_RETRY, HOLD, TURN_LEAD, Ask, Gate, Plan, slack
+from trawl.crawl.urls import page_id
+from trawl.demo.site import random_graph
+from trawl.store.crawls import FETCH_TASK
+from trawl.store.store import Store
+
+HOST = "http://a.test/"
+PAGES = [f"{HOST}{n}" for n in range(8)]
+DELAY = 0.5
+STEP = DELAY + slack(DELAY)
+
+
+def approx(expected: Any) -> Any:
+    """Equal to a microsecond: the clock reads about 1.7e9, past pytest.approx's relative
+    tolerance."""
+    return pytest.approx(expected, abs=1e-6)
+
+
+def _crawl(store: Store, **options: Any) -> int:
+    """A crawl of PAGES on one host, every page's job running its first attempt."""
+    operations.register(store, make_app().get(FETCH_TASK).info())
+    spec = operations.CrawlSpec(seeds=(HOST,), options=Options(robots=False, **options))
+    made = operations.create(store, spec)
+    with store.write():
+        discover(store.crawls, made, HOST, [Found(url=u) for u in PAGES], store.clock())
+    with store.write():
+        store.db.send("UPDATE jobs SET status = 'running', attempt = 1, due_at = 1e12")
+    return made
+
+
+def _plan(gate: Gate, store: Store, crawl_id: int, urls: list[str]) -> list[Plan]:
+    asks = [Ask(crawl_id=crawl_id, url=u, item_id=page_id(crawl_id, u), attempt=1) for u in urls]
+    return gate.begin_many(store, asks)
+
+
+def _book(store: Store, next_at: float) -> None:
+    """The host's next free start, as other pages' reservations left it."""
+    with store.write():
+        store.crawls.host("a.test")
+        store.crawls.set_next("a.test", next_at)
+
+
+def test_pages_of_a_host_booked_past_hold_get_turns_a_step_apart(
+    store: Store, clock: FakeClock
+) -> None:
+    crawl_id = _crawl(store, delay=DELAY)
+    first_free = clock.now + 5.0
+    _book(store, first_free)
+    plans = _plan(Gate(random.Random(1)), store, crawl_id, PAGES[:4])
+    assert [p.action for p in plans] == ["defer"] * 4
+    turns = [first_free + k * STEP for k in range(4)]
+    assert [p.until for p in plans] == approx([t - TURN_LEAD for t in turns])
+
+
+def test_a_page_woken_for_its_turn_reserves_that_start(store: Store, clock: FakeClock) -> None:
+    crawl_id = _crawl(store, delay=DELAY)
+    gate = Gate(random.Random(1))
+    _book(store, clock.now + 5.0)
+    first, second = _plan(gate, store, crawl_id, PAGES[:2])
+    clock.now = first.until  # claimed when due; the host's starts were taken up to its turn
+    (woken,) = _plan(gate, store, crawl_id, PAGES[:1])
+    assert (woken.action, woken.start_at) == ("fetch", approx(first.until + TURN_LEAD))
+    clock.now = second.until
+    (woken,) = _plan(gate, store, crawl_id, PAGES[1:2])
+    assert (woken.action, woken.start_at) == ("fetch", approx(second.until + TURN_LEAD))
+
+
+def test_a_page_of_a_host_at_its_request_limit_waits_for_a_turn(
+    store: Store, clock: FakeClock
+) -> None:
+    crawl_id = _crawl(store, delay=DELAY, per_host=2)
+    plans = _plan(Gate(random.Random(1)), store, crawl_id, PAGES[:5])
+    assert [p.action for p in plans] == ["fetch", "fetch", "defer", "defer", "defer"]
+    # The host's next free start comes after the two reserved; each waiting page gets one.
+    turns = [clock.now + (2 + k) * STEP for k in range(3)]
+    assert [p.until for p in plans[2:]] == approx([t - TURN_LEAD for t in turns])
+
+
+def test_a_busy_host_without_a_delay_is_tried_again_after_busy_retry(
+    store: Store, clock: FakeClock
+) -> None:
+    """No delay, no spacing to give turns by: the page comes back after BUSY_RETRY to 2x."""
+    crawl_id = _crawl(store, delay=0.0, per_host=1)
+    busy = _plan(Gate(random.Random(1)), store, crawl_id, PAGES[:4])[1:]
+    assert [p.action for p in busy] == ["defer"] * 3
+    assert all(clock.now + BUSY_RETRY <= p.until <= clock.now + 2 * BUSY_RETRY for p in busy)
+
+
+def test_a_turn_is_never_sooner_than_busy_retry(store: Store, clock: FakeClock) -> None:
+    """A host at its limit whose next start has passed (a slow response holds the slot):
+    the page does not come straight back to find the slot still held."""
+    crawl_id = _crawl(store, delay=0.05, per_host=1)
+    gate = Gate(random.Random(1))
+    (fetching,) = _plan(gate, store, crawl_id, PAGES[:1])
+    clock.now += 1.0  # the request is still out
+    (waiting,) = _plan(gate, store, crawl_id, PAGES[1:2])
+    assert (fetching.action, waiting.action) == ("fetch", "defer")
+    assert waiting.until == approx(clock.now + BUSY_RETRY)
+
+
+def test_another_crawl_of_the_host_does_not_queue_behind_the_first_ones_turns(
+    store: Store, clock: FakeClock
+) -> None:
+    """Turns are per crawl: a crawl cancelled with its pages' turns given leaves no line
+    that another crawl of the host would wait behind."""
+    gate = Gate(random.Random(1))
+    first = _crawl(store, delay=DELAY)
+    next_free = clock.now + 5.0
+    _book(store, next_free)
+    given = _plan(gate, store, first, PAGES)
+    assert given[-1].until > next_free + 3.0
+    second = _crawl(store, delay=DELAY)
+    (plan,) = _plan(gate, store, second, PAGES[:1])
+    assert plan.until == approx(next_free - TURN_LEAD)
+
+
+def test_turns_start_afresh_once_the_host_stood_idle_past_hold(
+    store: Store, clock: FakeClock
+) -> None:
+    """The pages given turns did not come (their jobs reset, or run by another process's
+    gate): the host's next reservation after it stood idle drops the turns given, and a
+    page put aside later is not queued behind them."""
+    crawl_id = _crawl(store, delay=DELAY)
+    gate = Gate(random.Random(1))
+    _book(store, clock.now + 5.0)
+    _plan(gate, store, crawl_id, PAGES[:6])  # turns up to 5 + 6 steps away
+    clock.now += 5.0 + HOLD + 0.5  # past the first turn and HOLD more: nobody came
+    now = clock.now
+    started = _plan(gate, store, crawl_id, PAGES[6:7])
+    assert (started[0].action, started[0].start_at) == ("fetch", now)
+    booked = now + HOLD + 0.1  # before the last turn given: 6.5 s on, that was 1.62 s away
+    _book(store, booked)
+    (later,) = _plan(gate, store, crawl_id, PAGES[7:8])
+    assert later.until == approx(booked - TURN_LEAD)
+
+
+@pytest.mark.timing  # a crawl whose pages wait for a host's starts: runs alone
+def test_a_one_host_crawl_plans_each_page_about_once_per_request(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A host of 40 pages, each linking to 20 others, at 0.25 s a request and 16 requests
+    in flight: the pages past a second of the host's starts are put aside. Each comes back
+    for its turn rather than about every second: at most two deferrals a request (34 of
+    them for 42 requests here; 136 before turns)."""
+    actions: Counter[str] = Counter()
+    real = politeness.Gate.begin_many
+
+    def begin_many(self: Gate, store: Store, asks: Any, browser: bool = True) -> list[Plan]:
+        plans = real(self, store, asks, browser)
+        actions.update(p.action for p in plans)
+        return plans
+
+    monkeypatch.setattr(politeness.Gate, "begin_many", begin_many)
+    delay = 0.25
+    site = random_graph(40, seed=3, out_degree=20, hosts=1)
+    options = Options(robots=True, delay=delay, timeout=5.0)
+    served = site_crawl.crawl_served(db_url, site, options, depth=4, concurrency=16)
+    site_crawl.check_exact_once_spaced(db_url, served, depth=4, delay=delay)
+    requests = len(served.log)
+    assert actions["fetch"] + actions["robots"] == requests
+    assert actions["defer"] <= 2 * requests, actions
