@@ -25,6 +25,7 @@ from trawl.crawl import port as port_module
 from trawl.crawl import robots as robots_module
 from trawl.crawl.options import Options
 from trawl.crawl.politeness import slack
+from trawl.crawl.setups import Setups
 from trawl.crawl.state import runtime
 from trawl.demo.httpd import Script, SiteServer, serving
 from trawl.demo.site import random_graph
@@ -49,6 +50,12 @@ def distant(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     return made
 
 
+async def _get(url: str, **paced: Any) -> client.Response:
+    """*url* fetched by a session of its own, with the permit *paced* gives."""
+    async with client.session(4) as session:
+        return await client.fetch(session, url, headers={}, timeout=5.0, max_bytes=1 << 20, **paced)
+
+
 def test_a_request_late_from_connecting_takes_a_new_start_on_the_same_connection(
     distant: Counter[str],
 ) -> None:
@@ -59,18 +66,12 @@ def test_a_request_late_from_connecting_takes_a_new_start_on_the_same_connection
         starts.append(time.time())
         return time.time() + 0.005
 
-    async def get(url: str, **paced: Any) -> client.Response:
-        async with client.session(4) as session:
-            return await client.fetch(
-                session, url, headers={}, timeout=5.0, max_bytes=1 << 20, **paced
-            )
-
     with serving(pages=20) as server:
         url = server.url(("main", "/"))
         with pytest.raises(client.LateStart, match="past its permit"):
-            asyncio.run(get(url, not_after=time.time() + 0.01))  # no way to a new start
+            asyncio.run(_get(url, not_after=time.time() + 0.01))  # no way to a new start
         assert server.requests() == []
-        resp = asyncio.run(get(url, not_after=time.time() + 0.01, repace=repace))
+        resp = asyncio.run(_get(url, not_after=time.time() + 0.01, repace=repace))
         resp.exchange.body.close()
         [logged] = server.requests()
     assert resp.status == 200
@@ -91,26 +92,76 @@ def test_a_request_that_stays_late_or_finds_its_host_blocked_is_not_sent(
     async def blocked() -> float:  # a 429 arrived meanwhile (pacing.paced says so)
         raise client.FetchError("127.0.0.1 asked to be left alone for now (429/503)")
 
-    async def get(url: str, repace: client.Repace) -> client.Response:
-        async with client.session(4) as session:
-            return await client.fetch(
-                session,
-                url,
-                headers={},
-                timeout=5.0,
-                max_bytes=1 << 20,
-                not_after=time.time() + 0.01,
-                repace=repace,
-            )
+    def get(url: str, repace: client.Repace) -> client.Response:
+        return asyncio.run(_get(url, not_after=time.time() + 0.01, repace=repace))
 
     with serving(pages=20) as server:
         url = server.url(("main", "/"))
         with pytest.raises(client.LateStart, match="past its permit"):
-            asyncio.run(get(url, always_late))
+            get(url, always_late)
         assert len(calls) == client.REPACES  # then it gave up
         with pytest.raises(client.FetchError, match="left alone"):
-            asyncio.run(get(url, blocked))
+            get(url, blocked)
         assert server.requests() == []  # neither went out
+
+
+def test_a_request_begun_early_connects_then_waits_to_be_sent_on_its_start(
+    distant: Counter[str],
+) -> None:
+    """A request begun early (its host slow to connect) sets up its connection, reports
+    how long that took, and is sent only once *ready* returns; one whose *ready* finds the
+    host held off is not sent at all."""
+    setups: list[float] = []
+    ready_at: list[float] = []
+
+    async def ready() -> None:
+        await asyncio.sleep(0.2)  # until the request's start
+        ready_at.append(time.time())
+
+    async def held_off() -> None:
+        raise client.HostHeldOff("127.0.0.1 asked to be left alone for now (429/503)")
+
+    def get(url: str, wait: client.Ready) -> client.Response:
+        not_after = time.time() + 0.3 + CONNECT
+        return asyncio.run(_get(url, not_after=not_after, ready=wait, setup=setups.append))
+
+    with serving(pages=20) as server:
+        url = server.url(("main", "/"))
+        with pytest.raises(client.HostHeldOff):
+            get(url, held_off)
+        assert server.requests() == []
+        resp = get(url, ready)
+        resp.exchange.body.close()
+        [logged] = server.requests()
+    assert resp.status == 200
+    assert [s >= CONNECT for s in setups] == [True, True]
+    assert ready_at[0] <= logged.at  # sent once ready said so, not as soon as connected
+    assert resp.started >= ready_at[0]  # (the WARC's date: when it went, not when begun)
+
+
+def test_requests_to_a_distant_host_that_closes_its_connections_go_on_their_own_starts(
+    db_url: str, distant: Counter[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every request needs a new connection (CONNECT, 0.1 s) and the host's later starts are
+    reserved ahead (four pages at a time at 0.25 s), so a request begun on its start would
+    miss it and take the host's next free one, a delay or more later: two starts a
+    request. Begun early by its host's last setup, each is connected by its start: only
+    the host's first requests, before any setup was seen, take a new start."""
+    delay = 0.25
+    late: list[float | None] = []
+    real = politeness.pace_host  # as the port calls it
+
+    def pace_host(store: Any, host: str, delay: float, after: float | None = None) -> Any:
+        late.append(after)
+        return real(store, host, delay, after)
+
+    monkeypatch.setattr(port_module, "pace_host", pace_host)
+    site = random_graph(16, seed=6, out_degree=3, hosts=1)
+    options = Options(robots=True, delay=delay, timeout=5.0)
+    served = site_crawl.crawl_served(db_url, site, options, script=Script(close=True))
+    site_crawl.check_exact_once_spaced(db_url, served, depth=3, delay=delay)
+    assert sum(distant.values()) == len(served.log)  # a new connection for every request
+    assert len(late) <= 2, f"{len(late)} of {len(served.log)} requests took a new start"
 
 
 @pytest.mark.parametrize("delay", [0.05, 0.25])
@@ -173,10 +224,13 @@ def test_a_host_that_closes_its_connections_gets_one_start_a_request(
     db_url: str, distant: Counter[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every request to a distant host that keeps no connection open is late from
-    connecting. The start it missed moves to when it is ready (no later start on the host
-    was reserved: one page at a time, per_host 1), where it used to take the host's next
-    start, a whole delay later: two starts a request, half the delay's rate."""
+    connecting, when begun on its start (as here: no request is begun early, as a host's
+    first is not, or one planned to start at once). The start it missed moves to when it
+    is ready (no later start on the host was reserved: one page at a time, per_host 1),
+    where it used to take the host's next start, a whole delay later: two starts a
+    request, half the delay's rate."""
     delay = 0.25
+    monkeypatch.setattr(Setups, "lead", lambda self, host: 0.0)
     moves: list[tuple[float, float | None]] = []  # (missed, given) for each late request
     real = politeness.pace_host  # as the port calls it
 

@@ -80,9 +80,25 @@ class Response:
 # Waits for a new start on the request's host and returns the moment, on this machine's
 # clock, by which the request must then go out (pacing.Starts).
 Repace = Callable[[], Awaitable[float]]
-# The latest moment the request this task is making may go out (this machine's clock), and
-# how it gets a new start when setting up its connection took it past that.
-_PERMIT: ContextVar[tuple[float, Repace | None] | None] = ContextVar("trawl_permit", default=None)
+# Waits, connected, for the request's start: a request begun early so that its connection is
+# ready by then (crawl/setups.py). Raises HostHeldOff if the host asked to be left alone.
+Ready = Callable[[], Awaitable[None]]
+# Told how long the request took to get a connection, from fetch() to ready to send.
+Setup = Callable[[float], None]
+
+
+@dataclass(slots=True)
+class _Paced:
+    not_after: float  # the latest moment the request may go out (this machine's clock)
+    repace: Repace | None  # how it gets a new start when its connection made it late
+    ready: Ready | None
+    setup: Setup | None
+    began: float
+    waited: float | None = None  # when *ready* let it go: the request's start, not began
+
+
+# The permit of the request this task is making.
+_PERMIT: ContextVar[_Paced | None] = ContextVar("trawl_permit", default=None)
 # New starts a request whose connection made it late may take (each a round trip to the
 # gate and a wait of about a delay) before it gives up with LateStart.
 REPACES = 3
@@ -105,7 +121,12 @@ class _PacedRequest(aiohttp.ClientRequest):
     async def send(self, conn: Connection) -> aiohttp.ClientResponse:
         permit = _PERMIT.get()
         if permit is not None:
-            not_after, repace = permit
+            if permit.setup is not None:
+                permit.setup(time.time() - permit.began)
+            if permit.ready is not None:
+                await permit.ready()
+                permit.waited = time.time()
+            not_after, repace = permit.not_after, permit.repace
             tries = REPACES
             while repace is not None and tries and time.time() > not_after:
                 tries -= 1
@@ -143,14 +164,19 @@ async def fetch(
     data: bytes | None = None,
     not_after: float | None = None,
     repace: Repace | None = None,
+    ready: Ready | None = None,
+    setup: Setup | None = None,
 ) -> Response:
     """GET (or *method*) *url* without following redirects; raises FetchError when no
     response came, and LateStart, having sent nothing, when the request could not go out
-    by *not_after* (this machine's clock), nor by the new starts *repace* got it."""
+    by *not_after* (this machine's clock), nor by the new starts *repace* got it. With
+    *ready*, the request, once connected, waits for it before it is sent; *setup* is told
+    how long getting the connection took."""
     started = time.time()
     sent = {"Accept-Encoding": ACCEPT_ENCODING, **headers}
     limits = aiohttp.ClientTimeout(total=timeout, sock_connect=min(10.0, timeout))
-    paced = _PERMIT.set(None if not_after is None else (not_after, repace))
+    permit = None if not_after is None else _Paced(not_after, repace, ready, setup, started)
+    paced = _PERMIT.set(permit)
     try:
         async with client.request(
             method,
@@ -163,7 +189,8 @@ async def fetch(
         ) as resp:
             ip = _peer(resp)
             body = await _read(resp, max_bytes)
-            return _response(url, resp, body, started, ip, data or b"")
+            began = permit.waited if permit is not None and permit.waited else started
+            return _response(url, resp, body, began, ip, data or b"")
     except TimeoutError as error:
         raise FetchError(f"timed out after {timeout:g}s") from error
     except aiohttp.ClientError as error:

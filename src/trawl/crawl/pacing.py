@@ -25,6 +25,11 @@ def latest_send(delay: float) -> float:
     return slack(delay) / 2 if delay > 0 else math.inf
 
 
+def held_off(host: str) -> HostHeldOff:
+    """The error of a request that found its host held off (a 429 or 503) before it went."""
+    return HostHeldOff(f"{host} asked to be left alone for now (429/503)")
+
+
 class Starts:
     """The starts one request takes on its host beyond its attempt's own permit: a
     redirect of robots.txt, a browser's sub-request, or a request whose connection made it
@@ -48,12 +53,12 @@ class Starts:
         """Raises HostHeldOff while the host is held off (a 429 or 503)."""
         host = self.host
         if self.rt.blocked.get(host, 0.0) > time.time():
-            raise HostHeldOff(f"{host} asked to be left alone for now (429/503)")
+            raise held_off(host)
         if self.delay <= 0:
             return math.inf  # no spacing to keep: no round trip to the gate
         start = await self.rt.port.pace(self.ctx, host, self.delay, self.start)
         if start is None:
-            raise HostHeldOff(f"{host} asked to be left alone for now (429/503)")
+            raise held_off(host)
         self.start = start
         local = self.rt.port.local_time(start)
         wait = local - time.time()

@@ -24,6 +24,7 @@ from trawl.crawl.options import Options, options_of
 from trawl.crawl.politeness import Gate
 from trawl.crawl.port import LocalPort, Port
 from trawl.crawl.remote import RemotePort
+from trawl.crawl.setups import Setups
 from trawl.crawl.warc import WarcFiles, Written
 from trawl.runtime.context import Context
 from trawl.runtime.remote.run import Remote
@@ -74,6 +75,7 @@ class ProcessState:
         self._warcs: dict[int, tuple[WarcFiles, threading.Lock]] = {}
         self._recent = RecentPayloads(RECENT_PAYLOADS)
         self.blocked: dict[str, float] = {}  # host -> until: 429s this process has seen
+        self.setups = Setups()  # how long each host's last request took to connect
         self.finished: list[tuple[str, int]] = []  # requests done, slots not yet freed
         self.in_flight = InFlight()  # requests out per crawl, to the crawl's concurrency
 

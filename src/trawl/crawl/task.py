@@ -7,6 +7,7 @@ record, the slots it held, a host block, the payload digest and the links it fou
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import time
 from dataclasses import dataclass
@@ -102,21 +103,24 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
                 _set_aside(ctx, plan, crawl_id, url)
                 return None
             start = rt.port.local_time(plan.start_at)
-            await _sleep_until(start)
+            host = urls.host(url)
+            # A page's request to a host slow to connect is begun early (crawl/setups.py);
+            # it waits for its start in the client, connected (_on_start).
+            await _sleep_until(start - (rt.setups.lead(host) if plan.action == "fetch" else 0))
             # The margin is half the slack the gate added to this host's spacing, which is
             # its delay with any Crawl-delay (_Ready.delay), not the crawl's delay alone. A
             # busy loop may wake us past it: the client finds that out as it sends, and the
             # request takes a new start then (pacing.Starts: this one, moved to now, when no
             # later one was reserved), rather than planning again here.
             not_after = start + latest_send(_ready(plan).delay)
-            blocked = rt.blocked.get(urls.host(url), 0.0)
+            blocked = rt.blocked.get(host, 0.0)
             if blocked > time.time():  # a 429 arrived while this request waited its start
                 ctx.defer(blocked)
                 return None
             if plan.action == "robots":
                 await _fetch_robots(ctx, rt, plan, url, not_after)
                 continue
-            return await _fetch(ctx, rt, plan, crawl_id, url, not_after, permit)
+            return await _fetch(ctx, rt, plan, crawl_id, url, start, not_after, permit)
         except LateStart:
             continue  # nothing was sent: plan again, from the host's next free start
         except HostHeldOff:
@@ -151,6 +155,14 @@ async def _sleep_until(start: float) -> None:
     wait = start - time.time()
     if wait > 0:
         await asyncio.sleep(wait)
+
+
+async def _on_start(rt: ProcessState, host: str, start: float) -> None:
+    """The request, connected, waits for its start (it began early when its host is slow
+    to connect); a 429 that held the host off meanwhile calls it off, nothing sent."""
+    await _sleep_until(start)
+    if rt.blocked.get(host, 0.0) > time.time():
+        raise pacing.held_off(host)
 
 
 async def _fetch_robots(
@@ -195,6 +207,7 @@ async def _robots_txt(
                 max_bytes=MAX_BYTES,
                 not_after=not_after,
                 repace=starts.take,
+                setup=functools.partial(rt.setups.note, urls.host(target)),
             )
         except HostHeldOff:
             raise  # not asked, so no answer to keep: the page plans again
@@ -218,11 +231,13 @@ async def _fetch(
     plan: Plan,
     crawl_id: int,
     url: str,
+    start: float,
     not_after: float,
     permit: Permit,
 ) -> dict[str, Any] | None:
     r = _ready(plan)
-    started = time.time()
+    host = urls.host(url)
+    started = max(time.time(), start)  # begun early, it is sent on its start (_on_start)
     record = _record(ctx, plan, crawl_id, url, started)
     headers = {"User-Agent": r.settings.user_agent, **_cookie(r.settings), **r.settings.headers}
     ctx.allow_failure()  # a failed attempt still records itself and frees its slots
@@ -234,14 +249,20 @@ async def _fetch(
             timeout=r.options.timeout,
             max_bytes=r.options.max_bytes,
             not_after=not_after,
-            repace=pacing.Starts(ctx, rt, urls.host(url), r.delay, plan.start_at).take,
+            repace=pacing.Starts(ctx, rt, host, r.delay, plan.start_at).take,
+            ready=functools.partial(_on_start, rt, host, start),
+            setup=functools.partial(rt.setups.note, host),
         )
     except HostHeldOff:
         raise  # nothing was sent: no attempt to record, no error of the host's
     except FetchError as error:
         rt.finished.append((ctx.id, ctx.attempt))
         permit.release()
-        record |= {"outcome": "retry", "error": str(error), "elapsed": time.time() - started}
+        record |= {
+            "outcome": "retry",
+            "error": str(error),
+            "elapsed": max(0.0, time.time() - started),
+        }
         ctx.custom(Fetched(item_id=ctx.id, attempt=ctx.attempt, record=record))
         if await _host_backs_off(ctx, url, r.options.host_grace):
             return None
