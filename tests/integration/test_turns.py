@@ -97,11 +97,13 @@ def test_a_page_of_a_host_at_its_request_limit_waits_for_a_turn(
 def test_a_busy_host_without_a_delay_is_tried_again_after_busy_retry(
     store: Store, clock: FakeClock
 ) -> None:
-    """No delay, no spacing to give turns by: the page comes back after BUSY_RETRY to 2x."""
+    """No delay, no spacing to give turns by: the page comes back after BUSY_RETRY to 2x,
+    at random, not all at one moment (turns of no delay would all be the same start)."""
     crawl_id = _crawl(store, delay=0.0, per_host=1)
     busy = _plan(Gate(random.Random(1)), store, crawl_id, PAGES[:4])[1:]
     assert [p.action for p in busy] == ["defer"] * 3
     assert all(clock.now + BUSY_RETRY <= p.until <= clock.now + 2 * BUSY_RETRY for p in busy)
+    assert len({p.until for p in busy}) == 3
 
 
 def test_a_turn_is_never_sooner_than_busy_retry(store: Store, clock: FakeClock) -> None:
