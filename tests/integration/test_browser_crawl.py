@@ -209,6 +209,24 @@ def test_sub_requests_keep_the_hosts_delay(sqlite_url: str, tmp_path: Path) -> N
     assert min(gaps) > delay / 2, f"requests {min(gaps):.3f}s apart with --delay {delay}"
 
 
+def test_sub_requests_to_the_pages_host_keep_its_crawl_delay(sqlite_url: str) -> None:
+    crawl_delay = 0.4
+    options = Options(browser=True, delay=0.02, timeout=10.0)
+    with JsSite(robots=f"User-agent: *\nCrawl-delay: {crawl_delay}\n") as site:
+        crawl_id = _crawl(sqlite_url, site, [site.url("/")], options, depth=1)
+        starts = sorted(at for at, _ in site.log)
+        paths = site.paths()
+        found = _depths(sqlite_url, crawl_id, site)
+    assert "/js-inserted" in found
+    assert set(SUBRESOURCES) <= set(paths)
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    # The crawl's own delay is a twentieth of the host's Crawl-delay: a sub-request spaced
+    # by it would come well within half the Crawl-delay of the request before.
+    assert min(gaps) > crawl_delay / 2, (
+        f"requests {min(gaps):.3f}s apart with Crawl-delay {crawl_delay}: {site.log}"
+    )
+
+
 def test_a_browser_that_fails_as_a_tab_opens_fails_the_attempt_and_it_is_retried(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

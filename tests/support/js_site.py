@@ -86,8 +86,9 @@ def _html(body: str) -> Callable[[web.Request], Awaitable[web.Response]]:
 class JsSite:
     """``with JsSite() as site: site.url('/')``; ``site.log`` lists the paths requested."""
 
-    def __init__(self) -> None:
+    def __init__(self, robots: str | None = None) -> None:
         self.log: list[tuple[float, str]] = []
+        self.robots = robots  # the robots.txt served, when given (else it is a 404)
         self.port = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -151,7 +152,12 @@ class JsSite:
         app.router.add_get("/pixel.png", self._png)
         app.router.add_get("/never", self._never)
         app.router.add_get("/limited.js", self._limited)
+        if self.robots is not None:
+            app.router.add_get("/robots.txt", self._robots)
         return app
+
+    async def _robots(self, _: web.Request) -> web.Response:
+        return web.Response(text=self.robots, content_type="text/plain")
 
     async def _js(self, _: web.Request) -> web.Response:
         return web.Response(text=_APP, content_type="application/javascript")

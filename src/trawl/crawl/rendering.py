@@ -58,6 +58,13 @@ class _Page:
     crawl: CrawlRow
     options: Options
     payloads: list[tuple[int, str, str, str]]
+    host: str  # the page's
+    delay: float  # the page's host's spacing, its Crawl-delay included
+
+    def delay_on(self, host: str) -> float:
+        """The spacing of sub-requests to *host*: the page's own host keeps its Crawl-delay;
+        another host (whose robots.txt a page's resources do not wait for) the crawl's."""
+        return self.delay if host == self.host else self.options.delay
 
 
 async def render_page(
@@ -67,10 +74,20 @@ async def render_page(
     settings: Settings,
     url: str,
     document: Response,
+    delay: float,
 ) -> BrowserPage:
-    """Render *url* from its fetched *document*; raises RenderFailed if it cannot be."""
+    """Render *url* from its fetched *document*; its host's sub-requests are spaced by
+    *delay* (the page's own, Crawl-delay included); raises RenderFailed if it cannot be."""
     options = Options.from_json(crawl.options)
-    page = _Page(ctx=ctx, rt=rt, crawl=crawl, options=options, payloads=[])
+    page = _Page(
+        ctx=ctx,
+        rt=rt,
+        crawl=crawl,
+        options=options,
+        payloads=[],
+        host=urls.host(url),
+        delay=max(delay, options.delay),
+    )
     traffic = Traffic(document, lambda outgoing: _subrequest(page, outgoing))
     persona = personas.preset(settings.preset) if settings.preset else personas.DEFAULT
     persona = replace(persona, user_agent=settings.user_agent)
@@ -112,7 +129,7 @@ async def _subrequest(page: _Page, outgoing: Outgoing) -> Response:
     """Fetch one request of the page through the host's politeness, and archive it."""
     host = urls.host(outgoing.url)
     for _ in range(LATE_TRIES):
-        starts = pacing.Starts(page.ctx, page.rt, host, page.options.delay)
+        starts = pacing.Starts(page.ctx, page.rt, host, page.delay_on(host))
         not_after = await starts.take()
         try:
             resp = await client.fetch(

@@ -371,7 +371,7 @@ async def _render(
     """Render the page; a page that cannot be captured fails this attempt (it is retried),
     recorded with the document's status."""
     try:
-        return await rendering.render_page(ctx, rt, r.crawl, r.settings, url, resp)
+        return await rendering.render_page(ctx, rt, r.crawl, r.settings, url, resp, r.delay)
     except (RenderFailed, BrowserUnavailable) as error:
         record |= {
             "status_code": resp.status,
