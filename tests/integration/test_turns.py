@@ -17,6 +17,7 @@ from trawl.crawl.app import make_app
 from trawl.crawl.frontier import Found, discover
 from trawl.crawl.options import Options
 from trawl.crawl.politeness import BUSY_RETRY, HOLD, TURN_LEAD, Ask, Gate, Plan, slack
+from trawl.crawl.robots import Robots
 from trawl.crawl.urls import page_id
 from trawl.demo.site import random_graph
 from trawl.store.crawls import FETCH_TASK
@@ -37,7 +38,8 @@ def approx(expected: Any) -> Any:
 def _crawl(store: Store, **options: Any) -> int:
     """A crawl of PAGES on one host, every page's job running its first attempt."""
     operations.register(store, make_app().get(FETCH_TASK).info())
-    spec = operations.CrawlSpec(seeds=(HOST,), options=Options(robots=False, **options))
+    options = {"robots": False} | options
+    spec = operations.CrawlSpec(seeds=(HOST,), options=Options(**options))
     made = operations.create(store, spec)
     with store.write():
         discover(store.crawls, made, HOST, [Found(url=u) for u in PAGES], store.clock())
@@ -68,6 +70,25 @@ def test_pages_of_a_host_booked_past_hold_get_turns_a_step_apart(
     assert [p.action for p in plans] == ["defer"] * 4
     turns = [first_free + k * STEP for k in range(4)]
     assert [p.until for p in plans] == approx([t - TURN_LEAD for t in turns])
+
+
+def test_turns_given_after_the_hosts_delay_changed_are_spaced_by_the_new_one(
+    store: Store, clock: FakeClock
+) -> None:
+    """A robots.txt fetched again (here, or by another process) with a longer Crawl-delay:
+    the turns given from then on are its step apart, not the old delay's."""
+    crawl_id = _crawl(store, delay=DELAY, robots=True)
+    gate = Gate(random.Random(1))
+    gate.learned_robots("a.test", Robots(200, "User-agent: *\nAllow: /\n"))
+    first_free = clock.now + 5.0
+    _book(store, first_free)
+    before = _plan(gate, store, crawl_id, PAGES[:2])
+    gate.learned_robots("a.test", Robots(200, "User-agent: *\nCrawl-delay: 2\n"))
+    after = _plan(gate, store, crawl_id, PAGES[2:4])
+    longer = 2.0 + slack(2.0)
+    turns = [first_free, first_free + STEP, first_free + STEP + longer]
+    turns.append(turns[-1] + longer)
+    assert [p.until for p in before + after] == approx([t - TURN_LEAD for t in turns])
 
 
 def test_a_page_woken_for_its_turn_reserves_that_start(store: Store, clock: FakeClock) -> None:

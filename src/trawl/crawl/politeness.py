@@ -157,9 +157,11 @@ class Gate:
         self._robots_pending: dict[str, tuple[float, str, int]] = {}
         self._rng = rng or random.Random()
         self._hosts: set[str] = set()
-        # (crawl, host) -> the next start not yet given as a turn. Per crawl: a cancelled
-        # crawl's turns, never taken, hold back no other crawl's pages of the host.
-        self._turns: dict[tuple[int, str], float] = {}
+        # (crawl, host) -> the last turn given and the step it was given by. Per crawl: a
+        # cancelled crawl's turns, never taken, hold back no other crawl's pages of the host.
+        # The next turn is the current step on, so a delay or Crawl-delay that changed
+        # spaces the turns given from then on by its own step.
+        self._turns: dict[tuple[int, str], tuple[float, float]] = {}
 
     def begin(
         self,
@@ -193,7 +195,7 @@ class Gate:
             view = _Tables(tables, self._hosts)
             if self._rng.random() < 0.01 * len(asks):
                 tables.purge_slots(now)
-                self._turns = {k: t for k, t in self._turns.items() if t > now}
+                self._turns = {k: t for k, t in self._turns.items() if t[0] + t[1] > now}
             made: list[Plan | _Wanted] = []
             for ask in asks:
                 planned = self._begin(view, now, ask, browser=browser)
@@ -324,8 +326,9 @@ class Gate:
     def _turn(self, w: _Wanted, start: float) -> float:
         """The next start of *w*'s host no page this gate put aside was given yet."""
         key = (w.crawl.id, w.host)
-        turn = max(start, self._turns.get(key, 0.0))
-        self._turns[key] = turn + w.step
+        last = self._turns.get(key)
+        turn = start if last is None else max(start, last[0] + w.step)
+        self._turns[key] = (turn, w.step)
         return turn
 
     def _started(self, w: _Wanted, next_at: float, now: float) -> None:
