@@ -77,7 +77,8 @@ async def render_page(
     delay: float,
 ) -> BrowserPage:
     """Render *url* from its fetched *document*; its host's sub-requests are spaced by
-    *delay* (the page's own, Crawl-delay included); raises RenderFailed if it cannot be."""
+    *delay* (the page's own: the crawl's, or the host's Crawl-delay when longer, as
+    task._ready makes it); raises RenderFailed if it cannot be."""
     options = Options.from_json(crawl.options)
     page = _Page(
         ctx=ctx,
@@ -86,7 +87,7 @@ async def render_page(
         options=options,
         payloads=[],
         host=urls.host(url),
-        delay=max(delay, options.delay),
+        delay=delay,
     )
     traffic = Traffic(document, lambda outgoing: _subrequest(page, outgoing))
     persona = personas.preset(settings.preset) if settings.preset else personas.DEFAULT
