@@ -172,7 +172,7 @@ def test_a_workers_analyze_has_a_connection_of_its_own(
         time.sleep(0.3)
 
     monkeypatch.setattr(worker_module, "UPKEEP_EVERY", 0.1)
-    monkeypatch.setattr(backend_module, "_analyze", slow_analyze)
+    monkeypatch.setattr(backend_module, "analyze_apart", slow_analyze)
     _add(pg_url, 1500)
     _until_counted(pg_url, "items", 1500)
     worker = Worker(_app(), url=pg_url, concurrency=4, exit_when_idle=True, grace=5)
@@ -220,6 +220,41 @@ def test_the_api_server_keeps_the_statistics_up(pg_url: str) -> None:
         stores.close()
 
     asyncio.run(serve())
+
+
+def test_the_api_servers_analyze_holds_no_connection_of_its_pool(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ANALYZE of big tables takes seconds: on a connection of the pool it would keep a
+    request waiting for it (here the pool has one)."""
+    analyzing, release = threading.Event(), threading.Event()
+    real = planner_stats.analyze
+
+    def slow_analyze(db: Any, tables: list[str]) -> None:
+        analyzing.set()
+        release.wait(WAIT)
+        real(db, tables)
+
+    monkeypatch.setattr(planner_stats, "analyze", slow_analyze)
+    _add(pg_url, 1500)
+    _until_counted(pg_url, "items", 1500)
+
+    async def serve() -> float:
+        stores = Stores(pg_url, 1)
+        upkeep = Upkeep(stores, every=0.05)
+        upkeep.start()
+        try:
+            assert await asyncio.to_thread(analyzing.wait, WAIT), "the server never analyzed"
+            started = time.monotonic()
+            await asyncio.wait_for(stores.run(lambda s: s.stale_statistics()), WAIT)
+            return time.monotonic() - started
+        finally:
+            release.set()
+            await upkeep.stop()
+            stores.close()
+
+    assert asyncio.run(serve()) < 2.0  # the request did not wait for the ANALYZE (WAIT)
+    assert _analyzed(pg_url, "items") >= 1
 
 
 def _upkeep_failing_thrice(pg_url: str, error: Exception) -> list[float]:

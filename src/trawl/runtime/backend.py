@@ -25,7 +25,7 @@ from trawl.runtime.context import Reader
 from trawl.runtime.settle import sweep_lapsed
 from trawl.runtime.store_thread import StoreThread
 from trawl.store.notify import Listener
-from trawl.store.store import SMALL_CACHE_MIB, Store
+from trawl.store.store import SMALL_CACHE_MIB, Store, analyze_apart
 
 log = logging.getLogger("trawl.worker")
 
@@ -179,11 +179,6 @@ class LocalLane:
         return self.thread.store.clock()
 
 
-def _analyze(url: str, tables: list[str]) -> None:
-    with Store(url, cache_mib=SMALL_CACHE_MIB) as store:
-        store.analyze(tables)
-
-
 class LocalBackend:
     """The database at *url*: the worker's own connection (lane 0, commits, Context reads),
     one more per extra lane, and one for lease renewals, so a long commit or claim cannot
@@ -266,7 +261,7 @@ class LocalBackend:
         # renewal (a lease could lapse) and no commit or claim waits for it.
         stale = await self._renewer.call(self._renewer.store.stale_statistics)
         if stale:
-            await asyncio.to_thread(_analyze, self.url, stale)
+            await asyncio.to_thread(analyze_apart, self.url, stale)
 
     def listen(self, wake: Callable[[], None]) -> None:
         self._listener = Listener(self.url, wake)

@@ -1,6 +1,7 @@
 """The API server's housekeeping. Remote pipelines commit through the server, so it keeps
 the planner's statistics up with the tables' growth as a worker does
-(store/planner_stats.py), on a connection of its pool, every few seconds."""
+(store/planner_stats.py), every few seconds: it looks on a connection of its pool (one
+quick read) and analyzes on a connection of its own, so no request waits for an ANALYZE."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import logging
 from trawl.model.errors import DatabaseUnavailable
 from trawl.server.stores import Stores
 from trawl.store import planner_stats
+from trawl.store.store import analyze_apart
 
 log = logging.getLogger("trawl.server")
 
@@ -35,7 +37,9 @@ class Upkeep:
         while True:
             await asyncio.sleep(self.every)
             try:
-                await self.stores.run(lambda store: store.refresh_statistics())
+                stale = await self.stores.run(lambda store: store.stale_statistics())
+                if stale:
+                    await asyncio.to_thread(analyze_apart, self.stores.url, stale)
             except DatabaseUnavailable as error:  # requests say so; this tries again later
                 log.debug("upkeep skipped: %s", error)
             except Exception:  # housekeeping must never take the server down: said, retried

@@ -570,3 +570,11 @@ class Store:
         if task is not None:
             self.require_task(task)
         return self.items.require(alias) if alias is not None else None
+
+
+def analyze_apart(url: str, tables: list[str]) -> None:
+    """``ANALYZE`` *tables* of the database at *url* on a connection opened for it. An
+    ANALYZE of big tables takes seconds: on a connection with other work (a worker's
+    leases, commits and claims; the API server's requests) that work would wait for it."""
+    with Store(url, cache_mib=SMALL_CACHE_MIB) as store:
+        store.analyze(tables)
