@@ -8,9 +8,11 @@ reach the server from a backend every second or so: the tests wait for them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import psycopg
@@ -24,6 +26,7 @@ from trawl.runtime import backend as backend_module
 from trawl.runtime import worker as worker_module
 from trawl.runtime.backend import LocalBackend
 from trawl.runtime.worker import Worker
+from trawl.server import upkeep as upkeep_module
 from trawl.server.stores import Stores
 from trawl.server.upkeep import Upkeep
 from trawl.store import planner_stats
@@ -62,6 +65,14 @@ def _until_counted(url: str, table: str, rows: int) -> None:
         time.sleep(0.2)
 
 
+def _refresh(store: Store) -> list[str]:
+    """What a worker's and the server's upkeep do (on two connections there): analyze the
+    stale tables; their names."""
+    stale = store.stale_statistics()
+    store.analyze(stale)
+    return stale
+
+
 def test_a_table_that_grew_is_analyzed_once_until_it_grows_again(pg_url: str) -> None:
     _add(pg_url, 1500)
     _until_counted(pg_url, "items", 1500)
@@ -69,7 +80,7 @@ def test_a_table_that_grew_is_analyzed_once_until_it_grows_again(pg_url: str) ->
         stale = planner_stats.stale(store.db)
         assert {"items", "tags", "aliases"} <= set(stale)
         assert "crawls" not in stale  # nothing written there
-        assert store.refresh_statistics() == stale
+        assert _refresh(store) == stale
         assert "items" not in planner_stats.stale(store.db)
     assert _analyzed(pg_url, "items") == 1
     # Analyzed at 1,500 rows: 1,000 more (at least FLOOR, but under the 1,500 it had) is
@@ -77,11 +88,11 @@ def test_a_table_that_grew_is_analyzed_once_until_it_grows_again(pg_url: str) ->
     _add(pg_url, 1000, start=1500)
     _until_counted(pg_url, "items", 1000)
     with Store(pg_url) as store:
-        assert "items" not in store.refresh_statistics()
+        assert "items" not in _refresh(store)
     _add(pg_url, 500, start=2500)
     _until_counted(pg_url, "items", 1500)
     with Store(pg_url) as store:
-        assert "items" in store.refresh_statistics()
+        assert "items" in _refresh(store)
     assert _analyzed(pg_url, "items") == 2
 
 
@@ -89,7 +100,7 @@ def test_a_small_change_is_not_worth_an_analyze(pg_url: str) -> None:
     _add(pg_url, 50)
     _until_counted(pg_url, "items", 50)
     with Store(pg_url) as store:
-        assert store.refresh_statistics() == []
+        assert _refresh(store) == []
     assert _analyzed(pg_url, "items") == 0
 
 
@@ -120,7 +131,7 @@ def test_an_analyze_replaces_the_plan_a_statement_cached_on_a_small_table(pg_url
 
         assert "Seq Scan on tags" in plan(), plan()
         with Store(pg_url) as store:
-            assert "tags" in store.refresh_statistics()
+            assert "tags" in _refresh(store)
         assert "Seq Scan" not in plan(), plan()
         assert "tags_pkey" in plan()
 
@@ -135,7 +146,7 @@ def test_sqlite_has_nothing_to_refresh(db_url: str) -> None:
     with Store(db_url) as store:
         store.add_items([item(f"sku:{n}", "product") for n in range(1500)])
         assert planner_stats.stale(store.db) == []
-        assert store.refresh_statistics() == []
+        assert _refresh(store) == []
 
 
 def _app() -> trawl.App:
@@ -209,15 +220,8 @@ def test_the_api_server_keeps_the_statistics_up(pg_url: str) -> None:
     _until_counted(pg_url, "items", 1500)
 
     async def serve() -> None:
-        stores = Stores(pg_url, 2)
-        upkeep = Upkeep(stores, every=0.05)
-        upkeep.start()
-        deadline = time.monotonic() + WAIT
-        while await stores.run(lambda s: _analyzed(pg_url, "items")) == 0:
-            assert time.monotonic() < deadline, "the server never analyzed items"
-            await asyncio.sleep(0.05)
-        await upkeep.stop()
-        stores.close()
+        async with _serving(pg_url, pool=2, every=0.05):
+            await _until_analyzed(pg_url, "items", "the server never analyzed items")
 
     asyncio.run(serve())
 
@@ -240,26 +244,70 @@ def test_the_api_servers_analyze_holds_no_connection_of_its_pool(
     _until_counted(pg_url, "items", 1500)
 
     async def serve() -> float:
-        stores = Stores(pg_url, 1)
-        upkeep = Upkeep(stores, every=0.05)
-        upkeep.start()
-        try:
-            assert await asyncio.to_thread(analyzing.wait, WAIT), "the server never analyzed"
-            started = time.monotonic()
-            await asyncio.wait_for(stores.run(lambda s: s.stale_statistics()), WAIT)
-            answered = time.monotonic() - started
-            release.set()
-            deadline = time.monotonic() + WAIT
-            while await stores.run(lambda s: _analyzed(pg_url, "items")) == 0:
-                assert time.monotonic() < deadline, "the held ANALYZE never ran"
-                await asyncio.sleep(0.05)
+        async with _serving(pg_url, pool=1, every=0.05) as stores:
+            try:
+                assert await asyncio.to_thread(analyzing.wait, WAIT), "it never analyzed"
+                started = time.monotonic()
+                await asyncio.wait_for(stores.run(lambda s: s.stale_statistics()), WAIT)
+                answered = time.monotonic() - started
+            finally:
+                release.set()  # (else the held thread outlives the test's event loop)
+            await _until_analyzed(pg_url, "items", "the held ANALYZE never ran")
             return answered
-        finally:
-            release.set()
-            await upkeep.stop()
-            stores.close()
 
     assert asyncio.run(serve()) < 2.0  # the request did not wait for the ANALYZE (WAIT)
+
+
+def test_the_api_server_logs_an_analyze_that_fails_on_its_connection_and_goes_on(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The ANALYZE's own connection (refused, or lost mid-statement) is said and tried again
+    at the next look; the pool's connections are not touched by it."""
+    calls: list[list[str]] = []
+    second = threading.Event()
+
+    def failing(url: str, tables: list[str]) -> None:
+        calls.append(tables)
+        if len(calls) == 2:
+            second.set()
+        raise RuntimeError("the connection for ANALYZE was refused")
+
+    monkeypatch.setattr(upkeep_module, "analyze_apart", failing)
+    _add(pg_url, 1500)
+    _until_counted(pg_url, "items", 1500)
+
+    async def serve() -> list[str]:
+        async with _serving(pg_url, pool=1, every=0.02) as stores:
+            assert await asyncio.to_thread(second.wait, WAIT), "the upkeep did not try again"
+            return await asyncio.wait_for(stores.run(lambda s: s.stale_statistics()), WAIT)
+
+    with caplog.at_level(logging.WARNING, logger="trawl.server"):
+        still_stale = asyncio.run(serve())
+    assert "items" in calls[0]
+    assert "items" in still_stale  # nothing was analyzed
+    failed = [r for r in caplog.records if r.getMessage().startswith("upkeep failed")]
+    assert len(failed) >= 2
+    assert "the connection for ANALYZE was refused" in (failed[0].exc_text or "")
+
+
+@contextlib.asynccontextmanager
+async def _serving(url: str, *, pool: int, every: float) -> AsyncIterator[Stores]:
+    """An API server's pool of *pool* connections, its upkeep looking every *every* s."""
+    stores = Stores(url, pool)
+    upkeep = Upkeep(stores, every=every)
+    upkeep.start()
+    try:
+        yield stores
+    finally:
+        await upkeep.stop()
+        stores.close()
+
+
+async def _until_analyzed(url: str, table: str, never: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while await asyncio.to_thread(_analyzed, url, table) == 0:
+        assert time.monotonic() < deadline, never
+        await asyncio.sleep(0.05)
 
 
 def _upkeep_failing_thrice(pg_url: str, error: Exception) -> list[float]:
@@ -339,7 +387,7 @@ def test_a_database_user_that_may_not_analyze_leaves_the_tables_alone(pg_url: st
         _until_counted(pg_url, "items", 1500)
         with Store(url) as store:
             assert store.stale_statistics() == []
-            assert store.refresh_statistics() == []
+            assert _refresh(store) == []
         assert _analyzed(pg_url, "items") == 0
         with Store(pg_url) as owner:  # the tables' owner still sees them stale
             assert "items" in owner.stale_statistics()

@@ -78,10 +78,3 @@ def analyze(db: Database, tables: list[str]) -> None:
     names = ", ".join(f'"{name}"' for name in tables)
     db.execute(q(f"ANALYZE (SKIP_LOCKED) {names}"))
     log.debug("analyzed %s: they grew since their last statistics", ", ".join(tables))
-
-
-def refresh(db: Database) -> list[str]:
-    """Analyze the tables that :func:`stale` finds; returns their names."""
-    tables = stale(db)
-    analyze(db, tables)
-    return tables

@@ -197,13 +197,9 @@ class Store:
         """Apply the migrations this trawl has, in one transaction; (before, after)."""
         return migrate.upgrade(self.db)
 
-    def refresh_statistics(self) -> list[str]:
-        """PostgreSQL: ``ANALYZE`` the tables that grew since their statistics were taken
-        (planner_stats.py says why); the names analyzed. SQLite: nothing to do."""
-        return planner_stats.refresh(self.db)
-
     def stale_statistics(self) -> list[str]:
-        """The tables :meth:`refresh_statistics` would analyze now (one quick read)."""
+        """PostgreSQL: the tables that grew since their statistics were taken, so worth an
+        :meth:`analyze` (planner_stats.py says why; one quick read). SQLite: none."""
         return planner_stats.stale(self.db)
 
     def analyze(self, tables: list[str]) -> None:
