@@ -194,6 +194,12 @@ def test_a_fetch_commits_its_attempt_payload_links_and_frees_its_slot(
         assert store.crawls.payload(crawl_id, "sha1:AAAA") == (SEED, "2026-11-24T00:00:00Z")
         assert store.crawls.payload(crawl_id, "sha1:BBBB") is None
         assert store.crawls.payload(crawl_id + 1, "sha1:AAAA") is None
+        first = (SEED, "2026-11-24T00:00:00Z")
+        assert store.crawls.payloads_of(crawl_id, ["sha1:BBBB", "sha1:AAAA"]) == {
+            "sha1:AAAA": first
+        }
+        assert store.crawls.payloads_of(crawl_id, []) == {}
+        assert store.crawls.payloads_of(crawl_id + 1, ["sha1:AAAA"]) == {}
         (attempt,) = store.crawls.attempts(crawl_id)
         held = store.crawls.held(["host:a.test", f"crawl:{crawl_id}"], clock.now)
     assert (attempt["warc_file"], attempt["warc_offset"], attempt["warc_length"]) == (

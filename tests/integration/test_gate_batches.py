@@ -20,7 +20,7 @@ from trawl.crawl.app import make_app
 from trawl.crawl.frontier import Found, discover
 from trawl.crawl.options import Options, options_of
 from trawl.crawl.politeness import BUSY_RETRY, Ask, Gate, Plan, _Wanted
-from trawl.crawl.port import Batcher
+from trawl.crawl.port import Batcher, payload_batcher, plan_batcher
 from trawl.crawl.urls import page_id
 from trawl.runtime.store_thread import StoreThread
 from trawl.store.crawls import FETCH_TASK, CrawlTables
@@ -195,8 +195,8 @@ def thread(db_url: str, clock: FakeClock) -> Iterator[StoreThread]:
     opened.close()
 
 
-async def _plans(batcher: Batcher, thread: StoreThread, asks: list[Ask]) -> list[Any]:
-    calls = [batcher.plan(_Ctx(thread, a.item_id), a) for a in asks]  # type: ignore[arg-type]
+async def _plans(batcher: Batcher[Ask, Plan], thread: StoreThread, asks: list[Ask]) -> list[Any]:
+    calls = [batcher.ask(_Ctx(thread, a.item_id), a) for a in asks]  # type: ignore[arg-type]
     try:
         return await asyncio.gather(*calls, return_exceptions=True)
     finally:
@@ -205,14 +205,14 @@ async def _plans(batcher: Batcher, thread: StoreThread, asks: list[Ask]) -> list
 
 def test_asks_made_at_once_share_one_transaction(thread: StoreThread, crawl_id: int) -> None:
     gate = _CountingGate()
-    plans = asyncio.run(_plans(Batcher(gate), thread, [_ask(crawl_id, u) for u in PAGES[:4]]))
+    plans = asyncio.run(_plans(plan_batcher(gate), thread, [_ask(crawl_id, u) for u in PAGES[:4]]))
     assert gate.batches == [4]
     assert [p.action for p in plans] == ["fetch", "fetch", "defer", "defer"]
 
 
 def test_a_plan_that_fails_fails_only_its_own_attempt(thread: StoreThread, crawl_id: int) -> None:
     gate = _CountingGate(fail_on=PAGES[1])
-    plans = asyncio.run(_plans(Batcher(gate), thread, [_ask(crawl_id, u) for u in PAGES[:3]]))
+    plans = asyncio.run(_plans(plan_batcher(gate), thread, [_ask(crawl_id, u) for u in PAGES[:3]]))
     assert gate.batches == [3, 1, 1, 1], "the batch failed, then each ask alone"
     assert isinstance(plans[1], RuntimeError)
     assert [plans[0].action, plans[2].action] == ["fetch", "fetch"]
@@ -222,14 +222,14 @@ def test_an_asker_that_gives_up_does_not_stop_the_others(
     thread: StoreThread, crawl_id: int
 ) -> None:
     gate = _CountingGate()
-    batcher = Batcher(gate)
+    batcher = plan_batcher(gate)
 
     async def main() -> tuple[list[str], bool]:
         asks = [_ask(crawl_id, u) for u in PAGES[:3]]
-        calls = [asyncio.create_task(batcher.plan(_Ctx(thread, a.item_id), a)) for a in asks]  # type: ignore[arg-type]
+        calls = [asyncio.create_task(batcher.ask(_Ctx(thread, a.item_id), a)) for a in asks]  # type: ignore[arg-type]
         calls[0].cancel()  # its attempt timed out before its plan came
         done = await asyncio.gather(*calls[1:])
-        later = await batcher.plan(_Ctx(thread, asks[0].item_id), _ask(crawl_id, PAGES[3]))  # type: ignore[arg-type]
+        later = await batcher.ask(_Ctx(thread, asks[0].item_id), _ask(crawl_id, PAGES[3]))  # type: ignore[arg-type]
         await batcher.close()
         return [p.action for p in [*done, later]], calls[0].cancelled()
 
@@ -242,9 +242,9 @@ def test_closing_the_batcher_ends_the_asks_still_waiting(
     thread: StoreThread, crawl_id: int
 ) -> None:
     async def main() -> bool:
-        batcher = Batcher(_CountingGate())
+        batcher = plan_batcher(_CountingGate())
         waiting = asyncio.create_task(
-            batcher.plan(_Ctx(thread, PAGES[0]), _ask(crawl_id, PAGES[0]))  # type: ignore[arg-type]
+            batcher.ask(_Ctx(thread, PAGES[0]), _ask(crawl_id, PAGES[0]))  # type: ignore[arg-type]
         )
         await asyncio.sleep(0)  # asked; the batch is on its way to the database thread
         await batcher.close()
@@ -272,9 +272,9 @@ def test_closing_the_batcher_ends_the_asks_whose_batch_is_at_the_database(
     gate = _SlowGate()
 
     async def main() -> bool:
-        batcher = Batcher(gate)
+        batcher = plan_batcher(gate)
         waiting = asyncio.create_task(
-            batcher.plan(_Ctx(thread, PAGES[0]), _ask(crawl_id, PAGES[0]))  # type: ignore[arg-type]
+            batcher.ask(_Ctx(thread, PAGES[0]), _ask(crawl_id, PAGES[0]))  # type: ignore[arg-type]
         )
         await asyncio.to_thread(gate.entered.wait, 10)
         await batcher.close()
@@ -284,3 +284,62 @@ def test_closing_the_batcher_ends_the_asks_whose_batch_is_at_the_database(
         return waiting.cancelled()
 
     assert asyncio.run(main())
+
+
+def test_first_copies_asked_at_once_take_one_query_a_crawl(
+    thread: StoreThread, store: Store, crawl_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = operations.create(store, operations.CrawlSpec(seeds=("http://b.test/",)))
+    with store.write():
+        store.crawls.add_payloads(
+            [(crawl_id, "sha1:A", f"{SEED}1", "d1"), (other, "sha1:B", "http://b.test/", "d2")]
+        )
+    queries: list[tuple[int, list[str]]] = []
+    real = CrawlTables.payloads_of
+
+    def payloads_of(self: CrawlTables, crawl: int, digests: Any) -> dict[str, tuple[str, str]]:
+        queries.append((crawl, list(digests)))
+        return real(self, crawl, digests)
+
+    monkeypatch.setattr(CrawlTables, "payloads_of", payloads_of)
+    keys = [(crawl_id, "sha1:A"), (crawl_id, "sha1:B"), (other, "sha1:B"), (crawl_id, "sha1:A")]
+
+    async def main() -> list[Any]:
+        batcher = payload_batcher()
+        try:
+            asks = [batcher.ask(_Ctx(thread, PAGES[0]), key) for key in keys]  # type: ignore[arg-type]
+            return await asyncio.gather(*asks)
+        finally:
+            await batcher.close()
+
+    found = asyncio.run(main())
+    assert found == [(f"{SEED}1", "d1"), None, ("http://b.test/", "d2"), (f"{SEED}1", "d1")]
+    assert queries == [(crawl_id, ["sha1:A", "sha1:B", "sha1:A"]), (other, ["sha1:B"])]
+
+
+def test_a_first_copy_lookup_that_fails_fails_only_its_own_page(
+    thread: StoreThread, crawl_id: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = CrawlTables.payloads_of
+
+    def payloads_of(self: CrawlTables, crawl: int, digests: Any) -> dict[str, tuple[str, str]]:
+        if "sha1:BAD" in digests:
+            raise RuntimeError("no answer for sha1:BAD")
+        return real(self, crawl, digests)
+
+    monkeypatch.setattr(CrawlTables, "payloads_of", payloads_of)
+
+    async def main() -> list[Any]:
+        batcher = payload_batcher()
+        try:
+            asks = [
+                batcher.ask(_Ctx(thread, PAGES[0]), (crawl_id, digest))  # type: ignore[arg-type]
+                for digest in ("sha1:A", "sha1:BAD", "sha1:C")
+            ]
+            return await asyncio.gather(*asks, return_exceptions=True)
+        finally:
+            await batcher.close()
+
+    found = asyncio.run(main())
+    assert (found[0], found[2]) == (None, None)
+    assert isinstance(found[1], RuntimeError)

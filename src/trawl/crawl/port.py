@@ -9,8 +9,9 @@ import asyncio
 import contextlib
 import logging
 import sys
+from collections.abc import Callable
 from functools import partial
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar, cast
 
 from trawl.crawl.politeness import (
     Ask,
@@ -23,9 +24,12 @@ from trawl.crawl.politeness import (
 )
 from trawl.crawl.robots import Robots
 from trawl.runtime.context import Context
+from trawl.store.store import Store
 
 log = logging.getLogger("trawl.crawl")
 
+K = TypeVar("K")
+R = TypeVar("R")
 Finished = list[tuple[str, int]]  # (item id, attempt) of requests done, slots not yet freed
 
 
@@ -69,7 +73,8 @@ class LocalPort:
 
     def __init__(self, gate: Gate) -> None:
         self.gate = gate
-        self._plans = Batcher(gate)
+        self._plans = plan_batcher(gate)
+        self._payloads = payload_batcher()
 
     async def begin(self, ctx: Context, crawl_id: int, url: str, finished: Finished) -> Plan:
         ask = Ask(
@@ -79,10 +84,11 @@ class LocalPort:
             attempt=ctx.attempt,
             finished=tuple(finished),
         )
-        return await self._plans.plan(ctx, ask)
+        return await self._plans.ask(ctx, ask)
 
     async def close(self) -> None:
         await self._plans.close()
+        await self._payloads.close()
 
     async def robots_fetched(
         self, ctx: Context, host: str, robots: tuple[int, str], not_before: float
@@ -105,7 +111,7 @@ class LocalPort:
         return await ctx.with_store(partial(host_failed, host=host, grace=grace))
 
     async def payload(self, ctx: Context, crawl_id: int, digest: str) -> tuple[str, str] | None:
-        return await ctx.with_store(lambda store: store.crawls.payload(crawl_id, digest))
+        return await self._payloads.ask(ctx, (crawl_id, digest))
 
     async def pace(
         self, ctx: Context, host: str, delay: float, after: float | None = None
@@ -119,27 +125,31 @@ class LocalPort:
         return moment
 
 
-class Batcher:
-    """Plans asked for while the database thread is busy are made together, in one
-    transaction: the fetches a claim starts ask at once, and each transaction costs a
-    hop to the database thread, SQLite's writer lock, a BEGIN and a COMMIT, however many
-    plans it holds. One task, owned here, runs the batches; each asker awaits its own
-    plan. A batch that fails is made again one plan at a time, so a plan that cannot be
-    made fails only its own attempt."""
+class Batcher(Generic[K, R]):
+    """Asks made while the database thread is busy are answered together, in one call on
+    it: the plans the fetches a claim starts ask for at once (each transaction costs a hop
+    to the database thread, SQLite's writer lock, a BEGIN and a COMMIT, however many plans
+    it holds), or the first copies of the payloads pages just fetched (each query a round
+    trip to PostgreSQL, and the database thread serves the process's commits and claims
+    too). *many* answers a list of asks, an answer for each, in order, on the database
+    thread. One task, owned here, runs the batches; each asker awaits its own answer. A
+    batch that fails is asked again one at a time, so an ask that cannot be answered
+    fails only its own attempt."""
 
-    def __init__(self, gate: Gate) -> None:
-        self.gate = gate
-        self._asks: list[tuple[Ask, Context, asyncio.Future[Plan]]] = []
+    def __init__(self, many: Callable[[Store, list[K]], list[R]], name: str) -> None:
+        self.many = many
+        self.name = name
+        self._asks: list[tuple[K, Context, asyncio.Future[R]]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    async def plan(self, ctx: Context, ask: Ask) -> Plan:
-        planned: asyncio.Future[Plan] = asyncio.get_running_loop().create_future()
-        self._asks.append((ask, ctx, planned))
+    async def ask(self, ctx: Context, key: K) -> R:
+        answer: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._asks.append((key, ctx, answer))
         self._wake.set()
         if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._serve(), name="trawl-gate")
-        return await planned
+            self._task = asyncio.create_task(self._serve(), name=self.name)
+        return await answer
 
     async def close(self) -> None:
         if self._task is not None:
@@ -147,12 +157,12 @@ class Batcher:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        for _, _, planned in self._asks:  # asked before the task ever ran
-            planned.cancel()
+        for _, _, answer in self._asks:  # asked before the task ever ran
+            answer.cancel()
         self._asks = []
 
     async def _serve(self) -> None:
-        batch: list[tuple[Ask, Context, asyncio.Future[Plan]]] = []
+        batch: list[tuple[K, Context, asyncio.Future[R]]] = []
         try:
             while True:
                 await self._wake.wait()
@@ -160,34 +170,62 @@ class Batcher:
                 while self._asks:
                     batch, self._asks = self._asks, []
                     await self._run([a for a in batch if not a[2].done()])
-        finally:  # closed (or a bug): nobody is left waiting for a plan that will not come
-            for _, _, planned in batch + self._asks:
-                planned.cancel()
+        finally:  # closed (or a bug): nobody is left waiting for an answer that will not come
+            for _, _, answer in batch + self._asks:
+                answer.cancel()
             self._asks = []
 
-    async def _run(self, batch: list[tuple[Ask, Context, asyncio.Future[Plan]]]) -> None:
+    async def _run(self, batch: list[tuple[K, Context, asyncio.Future[R]]]) -> None:
         if not batch:
             return
         ctx = batch[0][1]  # every context of this process reaches the same database thread
         try:
-            asks = [ask for ask, _, _ in batch]
-            plans = await ctx.with_store(partial(self.gate.begin_many, asks=asks))
+            keys = [key for key, _, _ in batch]
+            answers = await ctx.with_store(lambda store: self.many(store, keys))
         except Exception:
             if len(batch) == 1:
                 _settle(batch[0][2], None, sys.exc_info()[1])
                 return
-            log.debug("a batch of %d plans failed: making them one by one", len(batch))
+            log.debug("a batch of %d %s asks failed: asking one by one", len(batch), self.name)
             for one in batch:
                 await self._run([one])
             return
-        for (_, _, planned), plan in zip(batch, plans, strict=True):
-            _settle(planned, plan, None)
+        for (_, _, answer), found in zip(batch, answers, strict=True):
+            _settle(answer, found, None)
 
 
-def _settle(planned: asyncio.Future[Plan], plan: Plan | None, error: BaseException | None) -> None:
-    if planned.done():  # its attempt was cancelled while it waited (a timeout, shutdown)
+def plan_batcher(gate: Gate) -> Batcher[Ask, Plan]:
+    """The batcher of *gate*'s plans."""
+
+    def many(store: Store, keys: list[Ask]) -> list[Plan]:
+        return gate.begin_many(store, keys)
+
+    return Batcher(many, "trawl-gate")
+
+
+def payload_batcher() -> Batcher[tuple[int, str], tuple[str, str] | None]:
+    """The batcher of first-copy lookups: (crawl, digest) -> (url, WARC-Date) or None."""
+    return Batcher(first_copies, "trawl-payloads")
+
+
+def first_copies(store: Store, keys: list[tuple[int, str]]) -> list[tuple[str, str] | None]:
+    """(url, WARC-Date) of each (crawl, digest)'s first archived copy, if any: one query
+    for each crawl the keys name."""
+    digests: dict[int, list[str]] = {}
+    for crawl_id, digest in keys:
+        digests.setdefault(crawl_id, []).append(digest)
+    found = {
+        (crawl_id, digest): first
+        for crawl_id, named in digests.items()
+        for digest, first in store.crawls.payloads_of(crawl_id, named).items()
+    }
+    return [found.get(key) for key in keys]
+
+
+def _settle(answer: asyncio.Future[R], found: R | None, error: BaseException | None) -> None:
+    if answer.done():  # its attempt was cancelled while it waited (a timeout, shutdown)
         return
     if error is not None:
-        planned.set_exception(error)
-    elif plan is not None:
-        planned.set_result(plan)
+        answer.set_exception(error)
+    else:
+        answer.set_result(cast(R, found))

@@ -194,7 +194,9 @@ _INSERT_PAYLOADS_POSTGRES = q(
     " CAST(:dates AS text[])) ON CONFLICT DO NOTHING"
 )
 _PAYLOADS = q("SELECT digest, url, date FROM crawl_payloads WHERE crawl_id = :crawl")
-_PAYLOAD = q("SELECT url, date FROM crawl_payloads WHERE crawl_id = :crawl AND digest = :digest")
+_PAYLOADS_OF = "SELECT digest, url, date FROM crawl_payloads WHERE crawl_id = :crawl AND digest"
+_PAYLOADS_OF_SQLITE = q(f"{_PAYLOADS_OF} IN (SELECT value FROM json_each(:digests))")
+_PAYLOADS_OF_POSTGRES = q(f"{_PAYLOADS_OF} = ANY(CAST(:digests AS text[]))")
 
 _HOST_INIT = q(
     "INSERT INTO crawl_hosts (host, next_at, blocked_until) VALUES (:host, 0, NULL)"
@@ -519,8 +521,20 @@ class CrawlTables:
 
     def payload(self, crawl_id: int, digest: str) -> tuple[str, str] | None:
         """(url, WARC-Date) of the first archived copy of *digest* in the crawl."""
-        rows = self.db.fetch(_PAYLOAD, {"crawl": crawl_id, "digest": digest})
-        return (rows[0][0], rows[0][1]) if rows else None
+        return self.payloads_of(crawl_id, [digest]).get(digest)
+
+    def payloads_of(self, crawl_id: int, digests: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """(url, WARC-Date) of the first archived copy of each of *digests* the crawl has
+        archived, by digest: one query however many."""
+        if self.db.is_sqlite:
+            rows = self.db.fetch(
+                _PAYLOADS_OF_SQLITE, {"crawl": crawl_id, "digests": codec.dumps(list(digests))}
+            )
+        else:
+            rows = self.db.fetch(
+                _PAYLOADS_OF_POSTGRES, {"crawl": crawl_id, "digests": list(digests)}
+            )
+        return {digest: (url, date) for digest, url, date in rows}
 
     # -- politeness -----------------------------------------------------------------------
 
