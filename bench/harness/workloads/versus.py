@@ -3,10 +3,11 @@
 Two rows measured minutes apart compare two states of a machine whose speed drifts (other
 work, frequency): two quick runs an hour apart gave trawl/pgqueuer 1.27 and 0.71. Here a
 round is a run of each contender back to back, each on a fresh database: trawl's one
-process x100 on one connection and on two (``TRAWL``), and pgqueuer batch 100 (its best
-variant), in the opposite order every other round, with enough jobs
-(``Plan.versus_jobs``) that a run lasts seconds, not tenths. A trawl row's ratio is the
-median of its rounds' ratios, so a slow minute slows both sides of the rounds it falls in.
+process with 100 jobs in flight on one connection and on two, and with 400 on two
+(``TRAWL``), and pgqueuer's batch 100 and batch 400 (``PEERS``), in the opposite order
+every other round, with enough jobs (``Plan.versus_jobs``) that a run lasts seconds, not
+tenths. A trawl row's ratio is the median of its rounds' ratios to the faster pgqueuer
+variant of each round, so a slow minute slows both sides of the rounds it falls in.
 
 Each run also records the CPU it cost per job, on the client side (``extra.cpu_us``) and in
 its PostgreSQL backends (``extra.server_cpu_us``; harness/cpu.py): load from other work
@@ -17,7 +18,6 @@ the span its rate is (first to last commit); pgqueuer's over its timed span
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 from typing import Any
 
@@ -28,53 +28,73 @@ from harness.progress import say
 from harness.rows import Row
 from harness.workloads import peers, process
 
-# trawl's contenders: (variant, connections). Both hold 100 jobs in flight, as pgqueuer's
-# batch 100 does; the second splits them over two claim/commit lanes of 50, so one lane's
-# round trips and WAL flush overlap the other's batch (--connections 2).
-TRAWL = (("1 process x100, rounds", 1), ("1 process x100, 2 connections, rounds", 2))
-PEER_VARIANT = "batch 100, rounds"
-PEER = peers.PeerRow(
-    system="pgqueuer",
-    workload=process.WORKLOAD,
-    variant=PEER_VARIANT,
-    jobs=0,  # set per plan
-    script="noop",
-    params={"batch": 100},
-    batch=100,
+# trawl's contenders: (variant, connections, jobs in flight). The first two hold 100 jobs in
+# flight, as pgqueuer's batch 100 does; the second splits them over two claim/commit lanes
+# of 50, so one lane's round trips and WAL flush overlap the other's batch
+# (--connections 2). The third holds 400 on two lanes of 200: per job, a lane's round trips
+# and COMMIT weigh less in a larger batch, and the lanes still overlap.
+TRAWL = (
+    ("1 process x100, rounds", 1, 100),
+    ("1 process x100, 2 connections, rounds", 2, 100),
+    ("1 process x400, 2 connections, rounds", 2, 400),
 )
+# pgqueuer's contenders: (variant, batch). A trawl row's ratio in a round is to the faster
+# of them in that round, its best variant then.
+PEERS = (("batch 100, rounds", 100), ("batch 400, rounds", 400))
+
+
+def _peer_row(variant: str, batch: int, jobs: int) -> peers.PeerRow:
+    return peers.PeerRow(
+        system="pgqueuer",
+        workload=process.WORKLOAD,
+        variant=variant,
+        jobs=jobs,
+        script="noop",
+        params={"batch": batch},
+        batch=batch,
+    )
 
 
 def run(plan: Plan, backend: Backend) -> list[Row]:
-    """trawl's rows and pgqueuer's batch-100 row, measured in alternation (PostgreSQL
-    only: pgqueuer has no other backend)."""
+    """trawl's rows and pgqueuer's, measured in alternation (PostgreSQL only: pgqueuer has
+    no other backend)."""
     if backend.dialect != "postgresql":
         return []
     jobs = plan.versus_jobs
-    peer = dataclasses.replace(PEER, jobs=jobs)
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in [*dict(TRAWL), PEER_VARIANT]}
+    trawl = {name: (lanes, slots) for name, lanes, slots in TRAWL}
+    peer = {name: _peer_row(name, batch, jobs) for name, batch in PEERS}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in [*trawl, *peer]}
     with process._template(backend, jobs) as template:
         for i in range(plan.versus_rounds):
             order = list(runs)
             # ABC, CBA: who goes first alternates, so a steady drift favours no one.
             for name in order[::-1] if i % 2 else order:
-                if name == PEER_VARIANT:
-                    runs[name].append(_peer(backend, peer, jobs))
+                if name in peer:
+                    runs[name].append(_peer(backend, peer[name], jobs))
                 else:
-                    lanes = dict(TRAWL)[name]
-                    runs[name].append(_trawl(plan, backend, template, jobs, lanes))
+                    lanes, slots = trawl[name]
+                    runs[name].append(_trawl(backend, template, jobs, lanes, slots))
             say(f"  round {i + 1}: " + "; ".join(_run_text(n, r[-1]) for n, r in runs.items()))
-    other = runs[PEER_VARIANT]
-    rows = [_compared(name, runs[name], other, plan) for name, _ in TRAWL]
-    peer_row = _row("pgqueuer", PEER_VARIANT, other, plan)
-    peer_row.ratio_to_best_peer = 1.0
-    return [*rows, peer_row]
+    each = zip(*(runs[name] for name in peer), strict=True)  # the peers' runs, round by round
+    best = [max(rounds, key=lambda r: r["rate"]) for rounds in each]
+    rows = [_compared(name, runs[name], best, plan) for name in trawl]
+    for name, batch in PEERS:
+        row = _row("pgqueuer", name, runs[name], plan, {"batch": batch})
+        row.ratio_to_best_peer = statistics.median(
+            r["rate"] / b["rate"] for r, b in zip(runs[name], best, strict=True)
+        )
+        rows.append(row)
+    return rows
 
 
 def _compared(
     variant: str, trawl: list[dict[str, Any]], other: list[dict[str, Any]], plan: Plan
 ) -> Row:
-    """trawl's row, with the median of its rounds' ratios to pgqueuer as its ratio."""
-    row = _row("trawl", variant, trawl, plan)
+    """trawl's row, with the median of its rounds' ratios to pgqueuer's best variant of each
+    round (*other*) as its ratio."""
+    lanes, slots = trawl[0]["connections"], trawl[0]["concurrency"]
+    params = {"processes": 1, "concurrency": slots, "connections": lanes}
+    row = _row("trawl", variant, trawl, plan, params | {"driver": workers.driver()})
     ratios = [t["rate"] / o["rate"] for t, o in zip(trawl, other, strict=True)]
     row.extra["round_ratios"] = [round(r, 3) for r in ratios]
     row.ratio_to_best_peer = statistics.median(ratios)  # the rounds', not the medians'
@@ -94,13 +114,11 @@ def _run_text(name: str, run: dict[str, Any]) -> str:
 
 
 def _trawl(
-    plan: Plan, backend: Backend, template: str, jobs: int, connections: int
+    backend: Backend, template: str, jobs: int, connections: int, concurrency: int
 ) -> dict[str, Any]:
     with backend.clone(template, "versus") as url:
         with cpu.Sampler(url) as sampler:
-            wall = workers.run(
-                url, 1, plan.concurrency, connections=connections, on_start=sampler.watch
-            )
+            wall = workers.run(url, 1, concurrency, connections=connections, on_start=sampler.watch)
         steady = process._steady(backend, url, jobs)
     client, server = sampler.between(steady.first, steady.last)
     return {
@@ -109,6 +127,7 @@ def _trawl(
         "cpu_us": _per_job(client, steady.jobs),
         "server_cpu_us": None if server is None else _per_job(server, steady.jobs),
         "connections": connections,
+        "concurrency": concurrency,
     }
 
 
@@ -147,23 +166,15 @@ def _cpu_ratio(trawl: list[dict[str, Any]], other: list[dict[str, Any]]) -> floa
     return statistics.median(theirs) / statistics.median(mine)
 
 
-def _row(system: str, variant: str, runs: list[dict[str, Any]], plan: Plan) -> Row:
+def _row(
+    system: str, variant: str, runs: list[dict[str, Any]], plan: Plan, more: dict[str, Any]
+) -> Row:
     extra: dict[str, Any] = {
         key: [r[key] for r in runs] for key in ("cpu_us", "server_cpu_us") if key in runs[0]
     }
     if "wall_s" in runs[0]:
         extra["wall_s"] = [r["wall_s"] for r in runs]
-    params: dict[str, Any] = {"jobs": plan.versus_jobs, "rounds": plan.versus_rounds}
-    params |= (
-        {
-            "processes": 1,
-            "concurrency": plan.concurrency,
-            "connections": runs[0]["connections"],
-            "driver": workers.driver(),
-        }
-        if system == "trawl"
-        else {"batch": 100}
-    )
+    params: dict[str, Any] = {"jobs": plan.versus_jobs, "rounds": plan.versus_rounds} | more
     return Row(
         system=system,
         backend="postgresql",
