@@ -52,9 +52,9 @@ _JOBS = """
 """
 
 
-def fill(store: Store) -> None:
+def fill(store: Store, due: int = DUE, waiting: int = WAITING) -> None:
     series = _SERIES[store.db.dialect]
-    params = {"n": DUE + WAITING, "due": DUE, "now": NOW}
+    params = {"n": due + waiting, "due": due, "now": NOW}
     with store.db.write():
         store.db.execute(sa.text(_ITEMS.format(series=series)), params)
         store.db.execute(sa.text(_JOBS.format(series=series)), params)
@@ -81,6 +81,18 @@ def pg_store(pg_admin_url: str, pg_template: str) -> Iterator[Store]:
     pg.drop_database(pg_admin_url, name)
 
 
+@pytest.fixture(scope="module")
+def pg_due_store(pg_admin_url: str, pg_template: str) -> Iterator[Store]:
+    """10,000 jobs, every one of them due: a large claim is then a tenth of the table."""
+    name = f"trawl_plan_due_{os.getpid()}"
+    url = pg.create_database(pg_admin_url, name, template=pg_template)
+    with Store(url) as store:
+        fill(store, due=10_000, waiting=0)
+        store.db.execute(sa.text("ANALYZE"))
+        yield store
+    pg.drop_database(pg_admin_url, name)
+
+
 def explain(store: Store, statement: sa.TextClause, params: dict[str, object]) -> str:
     with store.db.read():
         rows = store.db.execute(sa.text("EXPLAIN " + statement.text), params)
@@ -100,6 +112,17 @@ def pg_claim_params(now: float = NOW) -> dict[str, object]:
 @pg_only
 def test_postgres_claim_scans_only_the_claim_index(pg_store: Store) -> None:
     assert_index_only(explain(pg_store, claim.CLAIM_POSTGRES, pg_claim_params()), "jobs_claim")
+
+
+@pg_only
+def test_postgres_a_large_claim_updates_its_rows_through_the_primary_key(
+    pg_due_store: Store,
+) -> None:
+    # A worker with a thousand slots: joined to its picked rows, the update was planned as
+    # a hash join over all of jobs once the claim was large next to the table.
+    plan = explain(pg_due_store, claim.CLAIM_POSTGRES, pg_claim_params() | {"limit": 1000})
+    assert_index_only(plan, "jobs_claim")
+    assert "using jobs_pkey on jobs" in plan, plan
 
 
 @pg_only

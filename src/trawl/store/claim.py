@@ -61,7 +61,10 @@ CLAIMED_SQLITE = """
 _NOT_PAUSED = "NOT EXISTS (SELECT 1 FROM tasks k WHERE k.name = {task} AND k.paused)"
 
 # Per task: the best due rows, locked without waiting on other workers' locks. The outer
-# ORDER BY merges the per-task heads so niceness orders claims across tasks too.
+# ORDER BY merges the per-task heads so niceness orders claims across tasks too. The rows
+# are updated by ``id = ANY(ARRAY(...))``, not by joining ``picked``: joined, a claim large
+# next to the table (400 of 50,000 jobs) was planned as a hash join over a sequential scan
+# of all of ``jobs`` (EXPLAIN ANALYZE: 20.8 ms, against 10.6 ms this way).
 CLAIM_POSTGRES = q(
     f"""
     WITH wanted AS (
@@ -69,7 +72,7 @@ CLAIM_POSTGRES = q(
             AS w(task, timeout)
         WHERE {_NOT_PAUSED.format(task="w.task")}
     ), picked AS (
-        SELECT c.id, w.timeout FROM wanted w CROSS JOIN LATERAL (
+        SELECT c.id FROM wanted w CROSS JOIN LATERAL (
             SELECT id, niceness, ever_run, due_at FROM jobs
             WHERE task = w.task AND ready AND due_at <= :now
             ORDER BY niceness, ever_run, due_at
@@ -78,10 +81,10 @@ CLAIM_POSTGRES = q(
         ORDER BY c.niceness, c.ever_run, c.due_at LIMIT :limit
     )
     UPDATE jobs SET status = 'running', attempt = jobs.attempt + 1,
-                    due_at = :now + picked.timeout, ready = false, owner = :owner,
-                    waiting = NULL
-    FROM picked, items
-    WHERE jobs.id = picked.id AND items.id = jobs.item_id
+                    due_at = :now + (SELECT w.timeout FROM wanted w WHERE w.task = jobs.task),
+                    ready = false, owner = :owner, waiting = NULL
+    FROM items
+    WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked)) AND items.id = jobs.item_id
     RETURNING {CLAIMED_POSTGRES}
     """
 )
@@ -173,8 +176,8 @@ CLAIM_PAGES_POSTGRES = q(
     )
     UPDATE jobs SET status = 'running', attempt = jobs.attempt + 1,
                     due_at = :now + :timeout, ready = false, owner = :owner, waiting = NULL
-    FROM picked, items
-    WHERE jobs.id = picked.id AND items.id = jobs.item_id
+    FROM items
+    WHERE jobs.id = ANY(ARRAY(SELECT id FROM picked)) AND items.id = jobs.item_id
     RETURNING {CLAIMED_POSTGRES}
     """
 )
