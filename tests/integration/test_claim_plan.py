@@ -126,6 +126,16 @@ def test_postgres_a_large_claim_updates_its_rows_through_the_primary_key(
 
 
 @pg_only
+def test_postgres_a_large_gated_lease_updates_its_rows_through_the_primary_key(
+    pg_due_store: Store,
+) -> None:
+    with pg_due_store.db.read():
+        ids = [r[0] for r in pg_due_store.db.execute(sa.text("SELECT id FROM jobs LIMIT 100"))]
+    params = {"id": ids, "timeout": [60.0] * len(ids), "now": NOW, "owner": "host:1234:abc"}
+    assert_index_only(explain(pg_due_store, claim.LEASE_POSTGRES, params), "jobs_pkey")
+
+
+@pg_only
 @pytest.mark.parametrize("now", [NOW, BACKLOG], ids=["steady", "backlog"])
 def test_postgres_promote_scans_only_the_pending_index(pg_store: Store, now: float) -> None:
     plan = explain(pg_store, claim.PROMOTE_POSTGRES, {"now": now})

@@ -124,12 +124,15 @@ def claim_sqlite_params(tasks: list[str], timeouts: list[float]) -> dict[str, ob
 
 
 # Leasing jobs a gated claim chose (by id; they are already locked by this transaction).
+# The ids are matched on the primary key first, then to their timeouts: joined to the
+# unnested list alone, a lease of 400 of 50,000 jobs was a hash join over a sequential scan
+# of all of them (EXPLAIN ANALYZE 15.9 ms, against 5.8 ms this way).
 LEASE_POSTGRES = q(
     f"""
     UPDATE jobs SET status = 'running', attempt = jobs.attempt + 1,
                     due_at = :now + b.timeout, ready = false, owner = :owner, waiting = NULL
     FROM unnest(CAST(:id AS bigint[]), CAST(:timeout AS float8[])) AS b(id, timeout), items
-    WHERE jobs.id = b.id AND items.id = jobs.item_id
+    WHERE jobs.id = ANY(CAST(:id AS bigint[])) AND jobs.id = b.id AND items.id = jobs.item_id
     RETURNING {CLAIMED_POSTGRES}
     """
 )
