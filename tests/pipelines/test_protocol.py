@@ -349,6 +349,23 @@ def test_drain_stops_claims_and_rotating_the_token_revokes_the_session(
     run(main, timeout=60)
 
 
+def test_a_session_long_joined_still_notices_its_token_rotated(tracker: Tracker) -> None:
+    # The watch re-reads the pipeline's row every 0.2 s here. It used to return after each
+    # read, and a daemon that returns five times within a minute is given up: about four
+    # seconds in (with the restarts' backoff), the session stopped watching its row.
+    tracker.pipeline("p1")
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1")
+        await asyncio.sleep(6.0)
+        with Store(tracker.db) as store:
+            store.pipelines.rotate("p1", store.clock())
+        revoked = await raw.advisory("revoked", timeout=5)
+        assert "new token" in revoked["payload"]["reason"]
+
+    run(main, timeout=60)
+
+
 def test_a_second_session_of_a_pipeline_replaces_the_first(tracker: Tracker) -> None:
     tracker.pipeline("p1")
 

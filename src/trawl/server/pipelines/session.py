@@ -382,10 +382,14 @@ class PipelineSession(Session):
         """A crawl's rules changed: the pipeline's next plans carry them; it is told."""
         await self.push("rules", change)
 
-    @daemon(restart="always")
+    @daemon()
     async def watch(self) -> None:
-        await asyncio.sleep(self.watch_every)
-        await self._reread()
+        # A loop, not a daemon restarted each time it returns: returns count as restarts,
+        # and five within a minute give the daemon up (about a minute into every session,
+        # it stopped seeing its token rotated or its pipeline deleted from the CLI).
+        while True:
+            await asyncio.sleep(self.watch_every)
+            await self._reread()
 
     async def _reread(self) -> None:
         row = await self.stores.run(lambda s: s.pipelines.get(self.row.id))
