@@ -14,6 +14,7 @@ import pytest
 from tests.support import site_crawl, workload
 from tests.support.procs import Procs, running, wait_for
 from trawl.crawl import operations
+from trawl.crawl.options import Options
 from trawl.demo.httpd import Script, SiteServer
 from trawl.demo.site import generate
 from trawl.store import migrate
@@ -113,3 +114,23 @@ def _json(procs: Procs, db: str, *args: str) -> dict:  # type: ignore[type-arg]
     assert proc.wait(30) == 0, proc.describe()
     value: dict = json.loads(proc.stdout())  # type: ignore[type-arg]
     return value
+
+
+def test_a_crawl_worker_exits_when_idle_with_its_connections_and_warc_closed(
+    procs: Procs, db_url: str, tmp_path: Path
+) -> None:
+    # `trawl worker --crawl` closes the crawl's HTTP session on its own loop as it stops:
+    # before, aiohttp logged "Unclosed client session" and "Unclosed connector" at exit.
+    warc = tmp_path / "w.warc.gz"
+    with SiteServer(generate(40)) as server:
+        options = Options(warc=str(warc), timeout=5.0)
+        crawl_id = site_crawl.create(db_url, server, depth=2, options=options)
+        worker = procs.trawl(
+            "--db", db_url, "worker", "--crawl", "--exit-when-idle", "--no-progress"
+        )
+        assert worker.wait(timeout=120) == 0, worker.describe()
+    found = site_crawl.pages(db_url, crawl_id)
+    assert len(site_crawl.fetched(found)) > 10
+    assert "Unclosed" not in worker.stderr(), worker.describe()
+    assert "Traceback" not in worker.stderr(), worker.describe()
+    assert warc.stat().st_size > 0

@@ -21,6 +21,7 @@ from trawl.cli.common import (
     serve_metrics,
     settings,
 )
+from trawl.crawl import state as crawl_state
 from trawl.crawl.state import remote_crawling
 from trawl.model.errors import InvalidInput
 from trawl.runtime.app import App
@@ -189,6 +190,8 @@ def worker(
             on_progress=on_progress,
             clock=WorkerClock(max_skew=max_clock_skew, use_database=use_database_clock),
             backend=backend,
+            # The crawl's HTTP session and WARC files, closed on the worker's own loop.
+            on_stop=crawl_state.shutdown if crawling else None,
         )
         where = remote.describe() if remote is not None else display(runner.url)
         log.info(

@@ -84,6 +84,7 @@ class Worker:
         connections: int = 1,
         clock: WorkerClock | None = None,
         backend: Backend | None = None,
+        on_stop: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """``hooks``: the plugin hooks to fire (default: the app's plugins, as a worker).
         ``claim``: how to lease a batch (an actor's keyed claim). ``linger``: with
@@ -92,7 +93,9 @@ class Worker:
         batch of at most its share of the slots in flight. ``clock``: the worker's time and
         how far from the database's it may be (runtime/clock.py). ``backend``: where to
         claim and commit (default: the database at *url*; a remote pipeline's is a
-        tracker server, runtime/remote.py)."""
+        tracker server, runtime/remote.py). ``on_stop``: awaited on the worker's loop once
+        nothing runs any more, to close what its tasks opened (a crawl's HTTP connections
+        and WARC files)."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if connections < 1:
@@ -108,6 +111,7 @@ class Worker:
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self.stats = WorkerStats()
         self._on_progress = on_progress
+        self._on_stop = on_stop
         self._leases = {name: d.timeout for name, d in self.defs.items()}
         self._gates = [
             engine_claim.TaskGate(
@@ -185,7 +189,11 @@ class Worker:
                 self._remove_signals(loop)
                 self.hooks.shutdown()
         finally:
-            await self.backend.close()
+            try:
+                if self._on_stop is not None:
+                    await self._on_stop()
+            finally:
+                await self.backend.close()
         log.info("worker %s stopped: %s", self.owner, self.stats.line())
         return EXIT_REPLACE if self._shed else 0
 
