@@ -94,6 +94,22 @@ class Raw:
             assert frame["seq"] == self.seq, frame
             return frame
 
+    async def requests(self, kind: str, requests: list[Any]) -> list[dict[str, Any]]:
+        """The replies to *requests*, all sent before any reply is read (in flight at once,
+        as a pipeline's fetches ask), in the order sent."""
+        first = self.seq + 1
+        for request in requests:
+            self.seq += 1
+            await self.send({"type": kind, "seq": self.seq, "request": request})
+        replies: dict[int, dict[str, Any]] = {}
+        while len(replies) < len(requests):
+            frame = await self.recv()
+            if frame.get("seq") is None and "type" in frame:
+                self.advisories.append(frame)
+                continue
+            replies[frame["seq"]] = frame
+        return [replies[seq] for seq in range(first, self.seq + 1)]
+
     async def ok(self, kind: str, request: Any = None) -> Any:
         reply = await self.request(kind, request)
         assert reply["status"] == "ok", reply

@@ -143,6 +143,31 @@ def test_a_pipeline_cannot_plan_a_page_it_does_not_hold(tracker: Tracker) -> Non
     run(main)
 
 
+def test_plans_asked_at_once_are_each_answered_and_a_page_not_held_fails_alone(
+    tracker: Tracker,
+) -> None:
+    # The tracker makes the plans a pipeline asks for together in one transaction; one it
+    # may not have (another pipeline's page) fails that batch, and each is asked again alone.
+    crawl_id = crawl(tracker.db, "c", concurrency=3)
+    tracker.pipeline("p1")
+    tracker.pipeline("p2")
+
+    async def main() -> None:
+        one, _ = await join(tracker, "p1", tasks=FETCH, owner="one:1:x")
+        two, _ = await join(tracker, "p2", tasks=FETCH, owner="two:1:x")
+        mine = (await one.ok("claim", {"limit": 2}))["jobs"]
+        theirs = (await two.ok("claim", {"limit": 1}))["jobs"]
+        asks = [_begin(crawl_id, job) for job in [mine[0], theirs[0], mine[1]]]
+        replies = await one.requests("crawl.begin", asks)
+        assert [r["status"] for r in replies] == ["ok", "error", "ok"], replies
+        assert "not leased to this pipeline" in replies[1]["payload"]["message"]
+        assert {r["payload"]["action"] for r in (replies[0], replies[2])} == {"fetch"}
+        for raw in (one, two):
+            await raw.ws.close()
+
+    run(main)
+
+
 def _begin(crawl_id: int, job: dict[str, Any], finished: list[Any] | None = None) -> dict[str, Any]:
     return {
         "crawl": crawl_id,

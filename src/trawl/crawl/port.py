@@ -30,6 +30,7 @@ log = logging.getLogger("trawl.crawl")
 
 K = TypeVar("K")
 R = TypeVar("R")
+T = TypeVar("T")
 Finished = list[tuple[str, int]]  # (item id, attempt) of requests done, slots not yet freed
 
 
@@ -125,6 +126,13 @@ class LocalPort:
         return moment
 
 
+class Via(Protocol):
+    """Where a batch goes: anything that runs a function on a store - a worker's context
+    (its database thread), or a tracker's stores (server/stores.py)."""
+
+    async def with_store(self, fn: Callable[[Store], T]) -> T: ...
+
+
 class Batcher(Generic[K, R]):
     """Asks made while the database thread is busy are answered together, in one call on
     it: the plans the fetches a claim starts ask for at once (each transaction costs a hop
@@ -139,13 +147,13 @@ class Batcher(Generic[K, R]):
     def __init__(self, many: Callable[[Store, list[K]], list[R]], name: str) -> None:
         self.many = many
         self.name = name
-        self._asks: list[tuple[K, Context, asyncio.Future[R]]] = []
+        self._asks: list[tuple[K, Via, asyncio.Future[R]]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    async def ask(self, ctx: Context, key: K) -> R:
+    async def ask(self, via: Via, key: K) -> R:
         answer: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        self._asks.append((key, ctx, answer))
+        self._asks.append((key, via, answer))
         self._wake.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._serve(), name=self.name)
@@ -162,7 +170,7 @@ class Batcher(Generic[K, R]):
         self._asks = []
 
     async def _serve(self) -> None:
-        batch: list[tuple[K, Context, asyncio.Future[R]]] = []
+        batch: list[tuple[K, Via, asyncio.Future[R]]] = []
         try:
             while True:
                 await self._wake.wait()
@@ -175,13 +183,13 @@ class Batcher(Generic[K, R]):
                 answer.cancel()
             self._asks = []
 
-    async def _run(self, batch: list[tuple[K, Context, asyncio.Future[R]]]) -> None:
+    async def _run(self, batch: list[tuple[K, Via, asyncio.Future[R]]]) -> None:
         if not batch:
             return
-        ctx = batch[0][1]  # every context of this process reaches the same database thread
+        via = batch[0][1]  # every asker of one batcher reaches the same database
         try:
             keys = [key for key, _, _ in batch]
-            answers = await ctx.with_store(lambda store: self.many(store, keys))
+            answers = await via.with_store(lambda store: self.many(store, keys))
         except Exception:
             if len(batch) == 1:
                 _settle(batch[0][2], None, sys.exc_info()[1])

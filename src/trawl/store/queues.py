@@ -48,6 +48,12 @@ _HOLDS = q(
     "SELECT 1 FROM jobs WHERE item_id = :item AND task = :task AND attempt = :attempt"
     " AND status = 'running' AND owner = :owner"
 )
+_HOLDING = (
+    "SELECT item_id, attempt FROM jobs WHERE task = :task AND status = 'running'"
+    " AND owner = :owner AND item_id {}"
+)
+_HOLDING_SQLITE = q(_HOLDING.format("IN (SELECT value FROM json_each(:items))"))
+_HOLDING_POSTGRES = q(_HOLDING.format("= ANY(CAST(:items AS text[]))"))
 
 
 def _held_job(r: Any) -> ClaimedJob:
@@ -166,6 +172,16 @@ class Queues:
             _HOLDS, {"item": item_id, "task": task, "attempt": attempt, "owner": owner}
         )
         return found.first() is not None
+
+    def holding(self, task: str, owner: str, item_ids: Sequence[str]) -> dict[str, int]:
+        """The attempt *owner* holds the lease of, for each of *item_ids* whose *task* job
+        it holds: :meth:`holds` for many items in one query."""
+        if not item_ids:
+            return {}
+        items: Any = codec.dumps(list(item_ids)) if self.db.is_sqlite else list(item_ids)
+        stmt = _HOLDING_SQLITE if self.db.is_sqlite else _HOLDING_POSTGRES
+        rows = self.db.execute(stmt, {"task": task, "owner": owner, "items": items})
+        return {row.item_id: row.attempt for row in rows}
 
     def held_pages(self, task: str, owner: str, crawl_id: int) -> int:
         """How many of *crawl_id*'s pages *owner* holds leases of (the fetch *task*'s)."""

@@ -22,7 +22,16 @@ import msgspec
 from trawl.crawl import operations
 from trawl.crawl.blocks import RETRY_AFTER_MAX
 from trawl.crawl.browser.chromium import BROWSER
-from trawl.crawl.politeness import Gate, block_host, host_failed, pace_host, store_robots
+from trawl.crawl.politeness import (
+    Ask,
+    Gate,
+    Plan,
+    block_host,
+    host_failed,
+    pace_host,
+    store_robots,
+)
+from trawl.crawl.port import Batcher, payload_batcher
 from trawl.crawl.remote import plan_to_wire
 from trawl.crawl.urls import page_id
 from trawl.engine import claim as engine_claim
@@ -62,6 +71,11 @@ class PipelineSession(Session):
         self.owner = f"pipeline:{self.row.id}:{self.spec.owner}"
         self.routing = Routing(self.spec, self.row)
         self.gate = Gate()  # rulesets and robots.txt cached for this pipeline's fetches
+        # A pipeline's fetches ask for plans and first copies a page at a time; those that
+        # wait together are answered in one transaction or query, as a worker's own are.
+        self._via = _Via(self.stores)
+        self._plans = Batcher(self._begin_many, f"gate of pipeline {self.row.id}")
+        self._payloads = payload_batcher()
         infos, limits = _registrations(self.spec.tasks)
         await self.stores.run(partial(_register, infos=infos, limits=limits))
         await self._supersede()
@@ -80,6 +94,8 @@ class PipelineSession(Session):
         await self.push("welcome", self._welcome())
 
     async def on_stop(self) -> None:
+        await self._plans.close()
+        await self._payloads.close()
         try:
             await self.stores.run(lambda s: s.pipelines.disconnected(self.row.id, self.ctx.node))
         except DatabaseUnavailable:
@@ -318,7 +334,7 @@ class PipelineSession(Session):
             if digest is None:
                 found = await self.stores.run(lambda s: s.crawls.payloads(request.crawl))
                 return wire.PayloadsReply(payloads=found)
-            first = await self.stores.run(lambda s: s.crawls.payload(request.crawl, digest))
+            first = await self._payloads.ask(self._via, (request.crawl, digest))
             return wire.PayloadsReply(payloads={} if first is None else {digest: first})
 
         await self._answer(conv, payloads)
@@ -329,19 +345,29 @@ class PipelineSession(Session):
                 f"{request.item_id!r} is not the page {request.url!r} of crawl {request.crawl}"
             )
 
-        def begin(store: Store) -> Any:
-            self._holding(store, request.item_id, request.attempt)
-            return self.gate.begin(
-                store,
-                crawl_id=request.crawl,
-                url=request.url,
-                item_id=request.item_id,
-                attempt=request.attempt,
-                finished=list(request.finished),
-                browser=BROWSER in self.spec.capabilities,
-            )
+        return plan_to_wire(await self._plans.ask(self._via, request))
 
-        return plan_to_wire(await self.stores.run(begin))
+    def _begin_many(self, store: Store, requests: list[wire.CrawlBeginRequest]) -> list[Plan]:
+        """Plans for the pipeline's pages whose asks wait together, in one transaction (as
+        a worker's own are, crawl/port.py): each a page this pipeline holds."""
+        with store.read():
+            held = store.queues.holding(FETCH_TASK, self.owner, [r.item_id for r in requests])
+        for r in requests:
+            if held.get(r.item_id) != r.attempt:
+                raise InvalidInput(
+                    f"attempt {r.attempt} at {r.item_id!r} is not leased to this pipeline"
+                )
+        asks = [
+            Ask(
+                crawl_id=r.crawl,
+                url=r.url,
+                item_id=r.item_id,
+                attempt=r.attempt,
+                finished=tuple((str(item), attempt) for item, attempt in r.finished),
+            )
+            for r in requests
+        ]
+        return self.gate.begin_many(store, asks, browser=BROWSER in self.spec.capabilities)
 
     async def _crawl_robots(self, request: wire.RobotsRequest) -> None:
         def keep(store: Store) -> None:
@@ -445,3 +471,13 @@ def _registrations(tasks: list[wire.TaskSpec]) -> tuple[list[TaskInfo], list[Lim
 def _register(store: Store, *, infos: list[TaskInfo], limits: list[Limit]) -> None:
     store.register_tasks(infos)
     store.register_limits(limits)
+
+
+class _Via:
+    """The tracker's stores, where a batcher's batches go (crawl/port.py's Via)."""
+
+    def __init__(self, stores: Stores) -> None:
+        self.stores = stores
+
+    async def with_store(self, fn: Callable[[Store], T]) -> T:
+        return await self.stores.run(fn)
