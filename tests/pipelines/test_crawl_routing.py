@@ -137,6 +137,11 @@ def test_a_pipeline_cannot_plan_a_page_it_does_not_hold(tracker: Tracker) -> Non
         assert "not leased to this pipeline" in stolen["payload"]["message"]
         wrong = await one.request("crawl.begin", {**_begin(crawl_id, job), "url": "http://x/"})
         assert "is not the page" in wrong["payload"]["message"]
+        robots = {"host": "a.test", "status": 200, "body": "", "not_before": 0.0}
+        robots |= {"item_id": job["item_id"], "attempt": job["attempt"]}
+        kept = await two.request("crawl.robots", robots)
+        assert kept["status"] == "error"
+        assert "not leased to this pipeline" in kept["payload"]["message"]
         for raw in (one, two):
             await raw.ws.close()
 

@@ -196,7 +196,7 @@ _INSERT_PAYLOADS_POSTGRES = q(
 _PAYLOADS = q("SELECT digest, url, date FROM crawl_payloads WHERE crawl_id = :crawl")
 _PAYLOADS_OF = "SELECT digest, url, date FROM crawl_payloads WHERE crawl_id = :crawl AND digest"
 _PAYLOADS_OF_SQLITE = q(f"{_PAYLOADS_OF} IN (SELECT value FROM json_each(:digests))")
-_PAYLOADS_OF_POSTGRES = q(f"{_PAYLOADS_OF} = ANY(CAST(:digests AS text[]))")
+_PAYLOADS_OF_POSTGRES = q(f"{_PAYLOADS_OF} = ANY(:digests)")
 
 _HOST_INIT = q(
     "INSERT INTO crawl_hosts (host, next_at, blocked_until) VALUES (:host, 0, NULL)"
@@ -526,14 +526,8 @@ class CrawlTables:
     def payloads_of(self, crawl_id: int, digests: Sequence[str]) -> dict[str, tuple[str, str]]:
         """(url, WARC-Date) of the first archived copy of each of *digests* the crawl has
         archived, by digest: one query however many."""
-        if self.db.is_sqlite:
-            rows = self.db.fetch(
-                _PAYLOADS_OF_SQLITE, {"crawl": crawl_id, "digests": codec.dumps(list(digests))}
-            )
-        else:
-            rows = self.db.fetch(
-                _PAYLOADS_OF_POSTGRES, {"crawl": crawl_id, "digests": list(digests)}
-            )
+        stmt = _PAYLOADS_OF_SQLITE if self.db.is_sqlite else _PAYLOADS_OF_POSTGRES
+        rows = self.db.fetch(stmt, {"crawl": crawl_id, "digests": _list(self.db, digests)})
         return {digest: (url, date) for digest, url, date in rows}
 
     # -- politeness -----------------------------------------------------------------------

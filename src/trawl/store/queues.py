@@ -44,16 +44,6 @@ _HELD_PAGES = q(
     " WHERE j.task = :task AND j.status = 'running' AND j.owner = :owner"
     " AND p.crawl_id = :crawl"
 )
-_HOLDS = q(
-    "SELECT 1 FROM jobs WHERE item_id = :item AND task = :task AND attempt = :attempt"
-    " AND status = 'running' AND owner = :owner"
-)
-_HOLDING = (
-    "SELECT item_id, attempt FROM jobs WHERE task = :task AND status = 'running'"
-    " AND owner = :owner AND item_id {}"
-)
-_HOLDING_SQLITE = q(_HOLDING.format("IN (SELECT value FROM json_each(:items))"))
-_HOLDING_POSTGRES = q(_HOLDING.format("= ANY(CAST(:items AS text[]))"))
 
 
 def _held_job(r: Any) -> ClaimedJob:
@@ -135,7 +125,7 @@ class Queues:
             rows: Sequence[Any] = self.db.execute(_HELD, {"task": task, "owner": owner}).all()
         return [_held_job(r) for r in rows]
 
-    def _ids_param(self, ids: Sequence[int]) -> tuple[str, Any]:
+    def _ids_param(self, ids: Sequence[int] | Sequence[str]) -> tuple[str, Any]:
         if self.db.is_sqlite:
             return "IN (SELECT value FROM json_each(:ids))", codec.dumps(list(ids))
         return "= ANY(:ids)", list(ids)
@@ -166,21 +156,17 @@ class Queues:
             rows = self.db.execute(stmt, {"ids": ids}).all()
         return {job for job, attempt in rows if wanted.get(job) == attempt}
 
-    def holds(self, item_id: str, task: str, attempt: int, owner: str) -> bool:
-        """Whether *owner* holds the lease of *item_id*'s *task* job at *attempt*."""
-        found = self.db.execute(
-            _HOLDS, {"item": item_id, "task": task, "attempt": attempt, "owner": owner}
-        )
-        return found.first() is not None
-
     def holding(self, task: str, owner: str, item_ids: Sequence[str]) -> dict[str, int]:
         """The attempt *owner* holds the lease of, for each of *item_ids* whose *task* job
-        it holds: :meth:`holds` for many items in one query."""
+        it holds (one query however many)."""
         if not item_ids:
             return {}
-        items: Any = codec.dumps(list(item_ids)) if self.db.is_sqlite else list(item_ids)
-        stmt = _HOLDING_SQLITE if self.db.is_sqlite else _HOLDING_POSTGRES
-        rows = self.db.execute(stmt, {"task": task, "owner": owner, "items": items})
+        clause, ids = self._ids_param(item_ids)
+        stmt = q(
+            "SELECT item_id, attempt FROM jobs WHERE task = :task AND status = 'running'"
+            f" AND owner = :owner AND item_id {clause}"
+        )
+        rows = self.db.execute(stmt, {"task": task, "owner": owner, "ids": ids})
         return {row.item_id: row.attempt for row in rows}
 
     def held_pages(self, task: str, owner: str, crawl_id: int) -> int:

@@ -350,13 +350,7 @@ class PipelineSession(Session):
     def _begin_many(self, store: Store, requests: list[wire.CrawlBeginRequest]) -> list[Plan]:
         """Plans for the pipeline's pages whose asks wait together, in one transaction (as
         a worker's own are, crawl/port.py): each a page this pipeline holds."""
-        with store.read():
-            held = store.queues.holding(FETCH_TASK, self.owner, [r.item_id for r in requests])
-        for r in requests:
-            if held.get(r.item_id) != r.attempt:
-                raise InvalidInput(
-                    f"attempt {r.attempt} at {r.item_id!r} is not leased to this pipeline"
-                )
+        self._holding(store, [(r.item_id, r.attempt) for r in requests])
         asks = [
             Ask(
                 crawl_id=r.crawl,
@@ -371,7 +365,7 @@ class PipelineSession(Session):
 
     async def _crawl_robots(self, request: wire.RobotsRequest) -> None:
         def keep(store: Store) -> None:
-            self._holding(store, request.item_id, request.attempt)
+            self._holding(store, [(request.item_id, request.attempt)])
             robots = (request.status, request.body)
             store_robots(
                 store, request.host, robots, request.not_before, request.item_id, request.attempt
@@ -379,9 +373,12 @@ class PipelineSession(Session):
 
         await self.stores.run(keep)
 
-    def _holding(self, store: Store, item_id: str, attempt: int) -> None:
+    def _holding(self, store: Store, attempts: list[tuple[str, int]]) -> None:
+        """Raise InvalidInput unless this pipeline holds the lease of each (page, attempt)."""
         with store.read():
-            if not store.queues.holds(item_id, FETCH_TASK, attempt, self.owner):
+            held = store.queues.holding(FETCH_TASK, self.owner, [item for item, _ in attempts])
+        for item_id, attempt in attempts:
+            if held.get(item_id) != attempt:
                 raise InvalidInput(
                     f"attempt {attempt} at {item_id!r} is not leased to this pipeline"
                 )
