@@ -13,7 +13,9 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+import sqlalchemy as sa
 
 from tests.support import orchestra, workload
 from tests.support.procs import Procs, running, wait_for
@@ -282,6 +284,67 @@ def test_kill_9_of_a_random_actor_every_second_loses_and_repeats_no_job(
         if e.hook == "trawl_actor_exited"
     }
     assert all(exits.get(pid) == "crashed" for pid in killed), exits
+
+
+# Every claim's COMMIT sleeps at the server while the table `slow` has a row: an actor
+# killed meanwhile leaves a claim that lands only after the orchestrator reaped it.
+SLOW_CLAIM_COMMIT = """
+CREATE TABLE slow (seconds float NOT NULL);
+CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('test.slept', true) IS DISTINCT FROM '1' THEN
+        PERFORM set_config('test.slept', '1', true);
+        PERFORM pg_sleep(seconds) FROM slow;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER slow_claim AFTER UPDATE ON jobs DEFERRABLE INITIALLY DEFERRED
+    FOR EACH ROW WHEN (NEW.status = 'running' AND OLD.status <> 'running')
+    EXECUTE FUNCTION slow_commit();
+INSERT INTO slow VALUES (3);
+"""
+
+SLOW_APP = """
+@app.task(tags=["t"], timeout="10m", actor=trawl.Actor(max_actors=1))
+async def work(ctx):
+    return None
+"""
+
+
+@pytest.mark.postgres
+def test_a_claim_that_commits_after_its_actor_was_killed_is_settled_too(
+    pg_url: str, tmp_path: Path, procs: Procs
+) -> None:
+    """PostgreSQL finishes a COMMIT whose client was killed while waiting for it. The
+    orchestrator settles the dead actor's jobs at once, and again once the actor's session
+    has gone: jobs leased by a dead actor are neither left to their 10-minute lease nor
+    mistaken for "nothing is due" by --exit-when-idle."""
+    app = workload.write_app(tmp_path / "app", SLOW_APP)
+    ids = [f"item:{n:03d}" for n in range(200)]
+    workload.seed(pg_url, app, ids)
+    dsn = sa.make_url(pg_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(SLOW_CLAIM_COMMIT)
+        run = orchestra.run(procs, app, pg_url, "--exit-when-idle", "--concurrency", "8")
+
+        def committing() -> list[int]:
+            return [
+                row[0]
+                for row in conn.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND wait_event = 'PgSleep' AND query ILIKE 'commit%'"
+                )
+            ]
+
+        wait_for(lambda: bool(committing()), "an actor's claim to be committing", 60)
+        [victim] = orchestra.actor_pids(run.pid)
+        os.kill(victim, signal.SIGKILL)
+        conn.execute("DELETE FROM slow")  # the claims after this one commit at once
+        assert committing(), "the claim's commit ended before its actor was killed"
+
+    assert run.wait(timeout=120) == 0, run.describe()
+    _done_once(pg_url, ids)
+    assert {r.status for r in workload.jobs(pg_url).values()} == {"done"}
 
 
 def _read(path: Path) -> str:

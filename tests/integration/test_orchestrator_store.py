@@ -1,19 +1,30 @@
 """What the orchestrator reads and writes, on both backends: capped queue depths, key
-samples, orphans, a keyed claim, and settling the jobs of a dead actor."""
+samples, orphans, a keyed claim, settling the jobs of a dead actor, and settling them again
+once its database session has gone."""
 
 from __future__ import annotations
 
+import logging
+import subprocess
+from collections.abc import Iterator
 from functools import partial
 
+import psycopg
 import pytest
+import sqlalchemy as sa
 
 import trawl
 from tests.integration.conftest import FakeClock
 from tests.integration.helpers import LEASE, claim, item, job_of, reclaim, success, task
+from tests.support.procs import wait_for
 from trawl.engine.commit import commit
 from trawl.engine.keyed import claim_keyed
-from trawl.runtime.actor.spec import actor_key
+from trawl.runtime import orchestrator
+from trawl.runtime.actor.handle import ActorHandle
+from trawl.runtime.actor.spec import ActorInfo, ActorType, actor_key
+from trawl.runtime.orchestrator import Orchestrator
 from trawl.runtime.settle import Death, held_jobs, settle
+from trawl.store.sql import q
 from trawl.store.store import Store
 
 
@@ -136,3 +147,108 @@ def test_settling_an_attempt_that_was_already_reclaimed_changes_nothing(
     assert report.stale == [again.job_id]
     view = job_of(store, again.item_id)
     assert (view.status, view.attempt, view.owner) == ("running", 2, "alive")
+
+
+def _dsn(url: str) -> str:
+    return sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def test_open_sessions_are_told_by_their_application_name(db_url: str, store: Store) -> None:
+    if store.is_sqlite:  # a dead process holds nothing there: nothing to wait for
+        assert store.queues.connected(["trawl actor abc"]) == set()
+        return
+    with psycopg.connect(_dsn(db_url), application_name="trawl actor abc"):
+        assert store.queues.connected(["trawl actor abc", "trawl actor def"]) == {"trawl actor abc"}
+    wait_for(lambda: not store.queues.connected(["trawl actor abc"]), "the session to end")
+    assert store.queues.connected([]) == set()
+
+
+@pytest.mark.postgres
+def test_sessions_are_named_by_pgappname_unless_the_url_names_them(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def name(url: str) -> str:
+        with Store(url) as store, store.db.read():
+            return str(store.db.execute(q("SHOW application_name")).scalar())
+
+    monkeypatch.delenv("PGAPPNAME", raising=False)
+    assert name(pg_url) == "trawl"
+    monkeypatch.setenv("PGAPPNAME", SESSION)  # as the orchestrator starts an actor
+    assert name(pg_url) == SESSION
+    assert name(f"{pg_url}?application_name=mine") == "mine"
+
+
+@pytest.fixture
+def lingering(pg_url: str) -> Iterator[tuple[Store, psycopg.Connection[object]]]:
+    """A PostgreSQL store, and the session of an actor killed while its COMMIT ran."""
+    with Store(pg_url) as store, psycopg.connect(_dsn(pg_url), application_name=SESSION) as conn:
+        yield store, conn
+
+
+SESSION = "trawl actor 0dead0"
+
+
+def _orchestrator(url: str) -> tuple[Orchestrator, ActorHandle]:
+    """An orchestrator that has just reaped one crashed actor, owner "dead"."""
+    app = trawl.App()
+    app.task(name="price", tags=["product"], retries=3)(lambda ctx: None)
+    popen = subprocess.Popen(["true"])
+    popen.wait()
+    info = ActorInfo(type="price", key=None, pid=popen.pid, owner="dead", tasks=("price",))
+    kind = ActorType(name="price", timeout=60.0, niceness=0)
+    child = ActorHandle(info=info, type=kind, popen=popen, beat_fd=-1, session=SESSION)
+    found = Orchestrator(app, app_spec="app.py:app", url=url)
+    found._unsettled.append((child, Death.CRASHED, "it died"))
+    return found, child
+
+
+@pytest.mark.postgres
+def test_a_claim_that_lands_after_its_actor_died_is_settled_once_the_session_has_gone(
+    pg_url: str, lingering: tuple[Store, psycopg.Connection[object]]
+) -> None:
+    store, conn = lingering
+    _setup(store, 3)
+    orch, _ = _orchestrator(pg_url)
+    orch._settle_dead(store)  # nothing held yet: the claim's COMMIT is still running
+    late = claim(store, limit=2, owner="dead")  # ... and now it has landed
+    orch._settle_dead(store)
+    assert [job_of(store, j.item_id).status for j in late] == ["running", "running"]
+    assert orch._mourning, "the dead actor's session is open: it is still mourned"
+
+    conn.close()
+    wait_for(lambda: not store.queues.connected([SESSION]), "the session to end")
+    orch._settle_dead(store)
+    assert [job_of(store, j.item_id).status for j in late] == ["failed", "failed"]
+    assert [f.error_type for f in store.failures(item_id=late[0].item_id)] == ["ActorDied"]
+    assert not orch._mourning
+
+
+@pytest.mark.postgres
+def test_a_session_that_outlives_its_actor_too_long_is_given_up_with_a_warning(
+    pg_url: str,
+    lingering: tuple[Store, psycopg.Connection[object]],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store, _ = lingering
+    _setup(store, 1)
+    orch, _ = _orchestrator(pg_url)
+    orch._settle_dead(store)
+    late = claim(store, owner="dead")
+    monkeypatch.setattr(orchestrator, "MOURN_LIMIT", 0.0)
+    with caplog.at_level(logging.WARNING, "trawl.orchestrator"):
+        orch._settle_dead(store)
+    assert "its database session is still open" in caplog.text
+    assert job_of(store, late[0].item_id).status == "failed"  # settled all the same
+    assert not orch._mourning
+
+
+def test_on_sqlite_a_dead_actor_is_settled_twice_in_one_tick(store: Store) -> None:
+    if not store.is_sqlite:
+        pytest.skip("PostgreSQL waits for the session: the tests above")
+    _setup(store, 2)
+    mine = claim(store, owner="dead")
+    orch, _ = _orchestrator("sqlite:///unused.db")
+    orch._settle_dead(store)
+    assert {job_of(store, j.item_id).status for j in mine} == {"failed"}
+    assert not orch._mourning

@@ -52,6 +52,7 @@ STALL_SLACK = 3.0  # beyond its task's timeout, before a silent actor is killed
 STOP_SLACK = 5.0  # beyond the grace period, before a stopping actor is killed
 IDLE_EXIT = 1.0  # seconds nothing must be due before --exit-when-idle exits
 IDLE_COOLDOWN = 1.0  # before an actor type/key that just went idle is started again
+MOURN_LIMIT = 60.0  # seconds a dead actor's database session may outlive it
 CRASH_BACKOFF_MAX = 30.0
 
 
@@ -100,6 +101,8 @@ class Orchestrator:
         self.orphans: dict[str, int] = {}
         self._warned: set[str] = set()
         self._unsettled: list[tuple[ActorHandle, Death, str]] = []
+        # Dead actors whose database session may still commit a claim: (death, when).
+        self._mourning: list[tuple[ActorHandle, Death, str, float]] = []
         self._cooldown: dict[tuple[str, str | None], tuple[float, float]] = {}
         self._wake = threading.Event()  # new work was announced (PostgreSQL), or stop
         self._stopped = threading.Event()
@@ -155,7 +158,7 @@ class Orchestrator:
         idle_since: float | None = None
         while not self._stopping:
             waiting = time.monotonic() < self._retries_until  # a retry it set is to come
-            busy = self._tick(store) or bool(self.actors) or waiting
+            busy = self._tick(store) or bool(self.actors) or waiting or bool(self._mourning)
             idle_since = None if busy else idle_since or time.monotonic()
             # Idle for a moment, not one tick: an actor that just exited may have left a
             # retry due in a fraction of a second.
@@ -319,18 +322,43 @@ class Orchestrator:
         )
 
     def _settle_dead(self, store: Store) -> None:
-        """Commit what each dead actor's death means for the jobs it still held."""
+        """Commit what each dead actor's death means for the jobs it still held: at once,
+        and again once its last database session has gone. PostgreSQL finishes a COMMIT
+        whose client was killed while waiting for it, so a claim an actor sent just before
+        it died can land after the first settling; unsettled, those jobs would wait for
+        their lease to lapse, and --exit-when-idle would not see them as due."""
         while self._unsettled:
             child, death, why = self._unsettled[0]
-            task = self.app.tasks[child.info.type]
-            held = held_jobs(store, task.name, child.info.owner)
-            results, report = settle(store, task, held, death, why)
+            self._settle(store, child, death, why)
             self._unsettled.pop(0)
-            ahead = retries_ahead(results, report)
-            self._retries_until = max(self._retries_until, time.monotonic() + ahead)
-            if results:
-                log.warning("actor %s held %d jobs: %s", child.label, len(results), _settled(death))
-                transitions(self.plugins, child.info, results, report)
+            if death is not Death.CLEAN:  # a clean exit saw its last commit answered
+                self._mourning.append((child, death, why, time.monotonic()))
+        if not self._mourning:
+            return
+        connected = store.queues.connected([entry[0].session for entry in self._mourning])
+        for entry in list(self._mourning):
+            child, death, why, since = entry
+            if child.session in connected:
+                if time.monotonic() - since < MOURN_LIMIT:
+                    continue
+                log.warning(
+                    "actor %s died %.0fs ago but its database session is still open; jobs"
+                    " it may yet hold are settled when their leases lapse",
+                    child.label,
+                    MOURN_LIMIT,
+                )
+            self._settle(store, child, death, why)
+            self._mourning.remove(entry)
+
+    def _settle(self, store: Store, child: ActorHandle, death: Death, why: str) -> None:
+        task = self.app.tasks[child.info.type]
+        held = held_jobs(store, task.name, child.info.owner)
+        results, report = settle(store, task, held, death, why)
+        ahead = retries_ahead(results, report)
+        self._retries_until = max(self._retries_until, time.monotonic() + ahead)
+        if results:
+            log.warning("actor %s held %d jobs: %s", child.label, len(results), _settled(death))
+            transitions(self.plugins, child.info, results, report)
 
     def _watch(self) -> None:
         """Kill actors whose event loop has not beaten for longer than their tick may take."""
@@ -368,8 +396,12 @@ class Orchestrator:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.popen.wait(timeout=10)
         self._reap()
+        deadline = time.monotonic() + STOP_SLACK
         try:
             self._settle_dead(store)
+            while self._mourning and time.monotonic() < deadline:
+                time.sleep(0.05)  # a killed actor's last commit, if any, is still landing
+                self._settle_dead(store)
         except DatabaseUnavailable as error:
             log.warning("could not release the leases of killed actors: %s", error)
 

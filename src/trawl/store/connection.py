@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -397,7 +398,10 @@ def _engine(sa_url: sa.URL, dialect: urls.Dialect, cache_mib: int) -> sa.Engine:
         )
         event.listen(engine, "connect", _sqlite_pragmas(sync, cache_mib))
         return engine
-    connect: dict[str, Any] = {"connect_timeout": 10, "application_name": "trawl"}
+    connect: dict[str, Any] = {"connect_timeout": 10}
+    if "application_name" not in sa_url.query:  # ?application_name=... in the URL wins
+        # Then PGAPPNAME, as libpq reads it: the orchestrator names each actor's sessions so.
+        connect["application_name"] = os.environ.get("PGAPPNAME") or "trawl"
     if "options" not in sa_url.query:  # ?options=-c... in the URL replaces these
         connect["options"] = SESSION_OPTIONS
     return sa.create_engine(sa_url, poolclass=sa.pool.NullPool, connect_args=connect)

@@ -125,6 +125,20 @@ class Queues:
             rows: Sequence[Any] = self.db.execute(_HELD, {"task": task, "owner": owner}).all()
         return [_held_job(r) for r in rows]
 
+    def connected(self, sessions: Sequence[str]) -> set[str]:
+        """Of *sessions* (``application_name`` values), those with a session still open at
+        the server. A client killed while waiting for its COMMIT leaves that commit running:
+        until its session is gone, a dead worker may still come to hold jobs. On SQLite a
+        dead process holds nothing: its transaction committed before it died or never."""
+        if self.db.is_sqlite or not sessions:
+            return set()
+        stmt = q(
+            "SELECT DISTINCT application_name FROM pg_stat_activity"
+            " WHERE application_name = ANY(:names)"
+        )
+        with self.db.read():
+            return {row[0] for row in self.db.execute(stmt, {"names": list(sessions)})}
+
     def _ids_param(self, ids: Sequence[int] | Sequence[str]) -> tuple[str, Any]:
         if self.db.is_sqlite:
             return "IN (SELECT value FROM json_each(:ids))", codec.dumps(list(ids))

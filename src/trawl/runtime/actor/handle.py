@@ -50,6 +50,7 @@ class ActorHandle:
     type: ActorType
     popen: subprocess.Popen[bytes]
     beat_fd: int
+    session: str  # the application_name of its database sessions (PGAPPNAME)
     started: float = field(default_factory=time.monotonic)
     last_beat: float | None = None  # monotonic time of the last heartbeat seen
     stopping: bool = False  # asked to stop (SIGTERM)
@@ -101,6 +102,7 @@ ACTOR_DB = "TRAWL_ACTOR_DB"  # the database URL, handed to an actor through its 
 def spawn(actor_type: ActorType, key: str | None, launch: Launch) -> ActorHandle:
     """Start one actor of *actor_type* for launch *key*."""
     token = secrets.token_hex(3)
+    session = session_name(token)
     read_fd, write_fd = os.pipe()
     os.set_blocking(read_fd, False)
     argv = [
@@ -127,7 +129,9 @@ def spawn(actor_type: ActorType, key: str | None, launch: Launch) -> ActorHandle
     try:
         popen = subprocess.Popen(
             argv,
-            env=os.environ | {ACTOR_DB: launch.url},  # a password never shows in `ps`
+            # The URL here so a password never shows in `ps`; PGAPPNAME so the orchestrator
+            # can tell when the actor's last session has gone (Queues.connected).
+            env=os.environ | {ACTOR_DB: launch.url, "PGAPPNAME": session},
             stdin=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             pass_fds=(write_fd,),
@@ -142,7 +146,7 @@ def spawn(actor_type: ActorType, key: str | None, launch: Launch) -> ActorHandle
         owner=owner_id(popen.pid, token),
         tasks=(actor_type.name,),
     )
-    child = ActorHandle(info=info, type=actor_type, popen=popen, beat_fd=read_fd)
+    child = ActorHandle(info=info, type=actor_type, popen=popen, beat_fd=read_fd, session=session)
     assert popen.stderr is not None
     threading.Thread(
         target=_relay_logs, args=(popen.stderr, child.label), name="trawl-relay", daemon=True
@@ -153,6 +157,12 @@ def spawn(actor_type: ActorType, key: str | None, launch: Launch) -> ActorHandle
 def owner_id(pid: int, token: str) -> str:
     """The lease owner an actor writes on its jobs (the same shape as a worker's)."""
     return f"{socket.gethostname()}:{pid}:{token}"
+
+
+def session_name(token: str) -> str:
+    """The ``application_name`` of an actor's database sessions: its random token makes it
+    unique on a server many orchestrators share, and it fits PostgreSQL's 63 bytes."""
+    return f"trawl actor {token}"
 
 
 def _relay_logs(stream: IO[bytes], label: str) -> None:
