@@ -2,7 +2,8 @@
 
 For each site size the site is served by its own process (``python -m trawl.demo.httpd``)
 and crawled to depth 5 by: trawl on SQLite and on PostgreSQL (WARC on; on PostgreSQL also
-with ``--processes 2``, two processes sharing the frontier), trawl with
+with ``--processes 2``, two processes sharing the frontier, and as a remote pipeline:
+``trawl worker --crawl --server`` fetching through a tracker, ``trawl serve``), trawl with
 ``--browser`` (every page rendered in headless Chromium), ``wget -r --warc-file`` and Scrapy
 (breadth-first settings, no WARC: it has none). Each system runs under a wrapper that
 reports its peak RSS (``ru_maxrss`` of the process tree's largest process); the bench also
@@ -17,10 +18,12 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +179,114 @@ def postgres_url(binary: Path = TRAWL) -> tuple[str, object]:
     return url, (server, name)
 
 
+# The crawl a remote pipeline works on, made as `trawl crawl` would make it (no CLI starts a
+# crawl without also working on it here).
+CREATE_CRAWL = """
+import sys
+from trawl.crawl import operations
+from trawl.crawl.app import make_app
+from trawl.crawl.operations import CrawlSpec
+from trawl.crawl.options import Options
+from trawl.store.crawls import FETCH_TASK
+from trawl.store.store import Store
+url, root, depth, concurrency = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+with Store(url) as store:
+    operations.register(store, make_app().get(FETCH_TASK).info())
+    spec = CrawlSpec(seeds=(root,), depth=depth, concurrency=concurrency,
+                     options=Options(warc="trawl.warc.gz"))
+    print(operations.create(store, spec))
+"""
+
+
+def remote(db: str, root: str, work: Path, binary: Path = TRAWL) -> dict[str, float]:
+    """A remote pipeline's crawl: ``trawl serve`` (the tracker) on *db*, and one
+    ``trawl worker --crawl --server`` that fetches, writes the WARC and exits when idle.
+    Its CPU per page counts the tracker's CPU too, read from /proc over the crawl."""
+    python = binary.parent / "python"
+    subprocess.run(
+        [str(python), "-c", CREATE_CRAWL, db, root, str(DEPTH), str(CONCURRENCY)],
+        check=True,
+        capture_output=True,
+    )
+    made = subprocess.run(
+        [
+            str(binary),
+            "--db",
+            db,
+            "pipeline",
+            "create",
+            "bench",
+            "--slots",
+            str(CONCURRENCY),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    token = json.loads(made.stdout)["token"]
+    port = _free_port()
+    with (work / "tracker.log").open("w") as log:
+        tracker = subprocess.Popen(
+            [str(binary), "--db", db, "serve", "--port", str(port)], stdout=log, stderr=log
+        )
+    try:
+        _wait_healthy(port, tracker)
+        before = _cpu_s(tracker.pid)
+        args = [
+            str(binary),
+            "worker",
+            "--crawl",
+            "--server",
+            f"ws://127.0.0.1:{port}",
+            "--pipeline",
+            "bench",
+            "--warc-dir",
+            str(work / "warc"),
+            "--concurrency",
+            str(CONCURRENCY),
+            "--exit-when-idle",
+            "--no-progress",
+        ]
+        row = measured(args, work / "trawl.log", env=os.environ | {"TRAWL_PIPELINE_TOKEN": token})
+        row["tracker_cpu_s"] = _cpu_s(tracker.pid) - before
+        row["cpu_s"] += row["tracker_cpu_s"]
+    finally:
+        tracker.terminate()
+        tracker.wait()
+    out = subprocess.run(
+        [str(binary), "--db", db, "crawl", "list", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    pages = json.loads(out.stdout)["crawls"][-1]["pages"]
+    row["pages"] = pages["done"] + pages["failed"]
+    return row
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_healthy(port: int, tracker: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and tracker.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"the tracker did not listen on port {port}: see its log")
+
+
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[dict[str, object]]:
     rows = []
     for system in systems:
@@ -201,6 +312,9 @@ def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[
             elif name == "trawl-postgresql-x2":  # two processes on one frontier
                 url, cleanup = postgres_url(binary)
                 row = trawl(url, root, place, "--processes", "2", binary=binary)
+            elif name == "trawl-remote":  # a remote pipeline, through the tracker
+                url, cleanup = postgres_url(binary)
+                row = remote(url, root, place, binary=binary)
             elif name == "wget":
                 row = wget(root, place)
             else:
@@ -222,8 +336,8 @@ def _which(system: str, before: Path | None) -> tuple[str, Path]:
     name, _, tail = system.partition("@")
     if not tail:
         return name, TRAWL
-    if tail != "before" or name not in ("trawl-sqlite", "trawl-postgresql"):
-        raise SystemExit(f"{system}: only trawl-sqlite@before and trawl-postgresql@before")
+    if tail != "before" or name not in ("trawl-sqlite", "trawl-postgresql", "trawl-remote"):
+        raise SystemExit(f"{system}: only trawl-sqlite, trawl-postgresql and trawl-remote@before")
     if before is None:
         raise SystemExit(f"{system}: give --before DIR (a checkout with its .venv)")
     return name, before / ".venv" / "bin" / "trawl"
@@ -252,13 +366,14 @@ def main() -> int:
     parser.add_argument(
         "--only",
         default="trawl-sqlite,trawl-sqlite-x2,trawl-sqlite-nosync,trawl-postgresql,"
-        "trawl-postgresql-x2,wget,scrapy",
+        "trawl-postgresql-x2,trawl-remote,wget,scrapy",
     )  # trawl-browser too: `--only trawl-sqlite,trawl-browser --sizes 500`
     parser.add_argument(
         "--before",
         type=Path,
         help="another checkout (with its .venv) whose trawl runs the rows named"
-        " trawl-sqlite@before and trawl-postgresql@before, for a before/after table in one run",
+        " trawl-sqlite@before, trawl-postgresql@before and trawl-remote@before, for a before/after"
+        " table in one run",
     )
     args = parser.parse_args()
     sizes = [

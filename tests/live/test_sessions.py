@@ -218,7 +218,9 @@ def test_stopping_the_session_closes_the_socket_and_closing_the_socket_stops_it(
     run(main)
 
 
-def test_an_over_rate_client_is_slowed_then_cut(live: str) -> None:
+def test_an_over_rate_client_is_slowed_then_cut(
+    live: str, caplog: pytest.LogCaptureFixture
+) -> None:
     async def main() -> None:
         loop = asyncio.get_running_loop()
         async with connect(live) as ws:
@@ -231,6 +233,9 @@ def test_an_over_rate_client_is_slowed_then_cut(live: str) -> None:
             for n in range(4):  # past the burst: one every half second
                 await call(ws, "say", {"text": str(n)}, id=str(n))
             assert loop.time() - started >= 1.4, "frames past the burst are slowed to 2/s"
+            slowed = [r.getMessage() for r in caplog.records if "are slowed" in r.getMessage()]
+            assert len(slowed) == 1, "warned once, not for every frame slowed"
+            assert "sends over 2 frames/s" in slowed[0]
             for _ in range(40):  # a flood: cut once ten frames behind
                 await ws.send(json.dumps({"action": "say", "body": {"text": "x"}}))
             code, reason = await closed(ws)

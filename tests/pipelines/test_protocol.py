@@ -424,3 +424,20 @@ def test_crawl_pace_moves_a_missed_start_that_is_the_hosts_last(tracker: Tracker
         await raw.ws.close()
 
     run(main)
+
+
+def test_a_burst_of_frames_as_a_fast_crawl_pipeline_sends_is_not_slowed(
+    tracker: Tracker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A crawl pipeline sends two frames a page: 500 frames a second held one to about 230
+    pages a second. 900 frames at once are within the tracker's burst, however fast sent."""
+    tracker.pipeline("p1")
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1")
+        replies = await raw.requests("clock", [{}] * 900)
+        assert {r["status"] for r in replies} == {"ok"}
+        await raw.ws.close()
+
+    run(main)
+    assert "are slowed" not in caplog.text

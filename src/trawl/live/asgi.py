@@ -26,6 +26,8 @@ from trawl.live.session import Session
 
 log = logging.getLogger(__name__)
 
+SLOWED_WARNING_EVERY = 10.0  # seconds between warnings that a session's frames are slowed
+
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -208,7 +210,7 @@ class LiveApp:
         pending: asyncio.Queue[tuple[float, str]] = asyncio.Queue(
             self.bucket[0] + self.bucket[2] + 1
         )
-        reader = asyncio.create_task(self._read(node, socket, receive, pending))
+        reader = asyncio.create_task(self._read(node, socket, receive, pending, name))
         handler = asyncio.create_task(
             _dispatch(node, address, client, socket, pending, queries, self.framing)
         )
@@ -237,8 +239,10 @@ class LiveApp:
         socket: Socket,
         receive: Receive,
         pending: asyncio.Queue[tuple[float, str]],
+        name: str,
     ) -> None:
         bucket = TokenBucket(*self.bucket)
+        warned = -SLOWED_WARNING_EVERY
         while True:
             text = await self._text(receive, socket)
             if text is None:
@@ -253,6 +257,15 @@ class LiveApp:
                 return
             if delay:
                 node.stats["frames_slowed"] += 1
+                # A client held to the rate goes as fast as it, not as fast as it could:
+                # say so, or its operator sees only a slow client.
+                if time.monotonic() - warned >= SLOWED_WARNING_EVERY:
+                    warned = time.monotonic()
+                    log.warning(
+                        "session %s sends over %g frames/s: its frames are slowed to that",
+                        name,
+                        self.bucket[1],
+                    )
             await pending.put((time.monotonic() + delay, text))
 
 
