@@ -120,6 +120,12 @@ def trawl(db: str, root: str, work: Path, *extra: str, binary: Path = TRAWL) -> 
         *extra,
     ]
     row = measured(args, work / "trawl.log")
+    row["pages"] = _pages(db, binary)
+    return row
+
+
+def _pages(db: str, binary: Path) -> int:
+    """Pages the last crawl in *db* fetched (done or failed), as `trawl crawl list` says."""
     out = subprocess.run(
         [str(binary), "--db", db, "crawl", "list", "--json"],
         capture_output=True,
@@ -127,8 +133,7 @@ def trawl(db: str, root: str, work: Path, *extra: str, binary: Path = TRAWL) -> 
         check=True,
     )
     pages = json.loads(out.stdout)["crawls"][-1]["pages"]
-    row["pages"] = pages["done"] + pages["failed"]
-    return row
+    return int(pages["done"] + pages["failed"])
 
 
 def wget(root: str, work: Path) -> dict[str, float]:
@@ -254,14 +259,7 @@ def remote(db: str, root: str, work: Path, binary: Path = TRAWL) -> dict[str, fl
     finally:
         tracker.terminate()
         tracker.wait()
-    out = subprocess.run(
-        [str(binary), "--db", db, "crawl", "list", "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    pages = json.loads(out.stdout)["crawls"][-1]["pages"]
-    row["pages"] = pages["done"] + pages["failed"]
+    row["pages"] = _pages(db, binary)
     return row
 
 
