@@ -101,7 +101,8 @@ class Orchestrator:
         self.orphans: dict[str, int] = {}
         self._warned: set[str] = set()
         self._unsettled: list[tuple[ActorHandle, Death, str]] = []
-        # Dead actors whose database session may still commit a claim: (death, when).
+        # Dead actors whose database session may still commit a claim: (actor, death, why,
+        # when it was reaped).
         self._mourning: list[tuple[ActorHandle, Death, str, float]] = []
         self._cooldown: dict[tuple[str, str | None], tuple[float, float]] = {}
         self._wake = threading.Event()  # new work was announced (PostgreSQL), or stop
