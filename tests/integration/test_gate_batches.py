@@ -165,16 +165,6 @@ def test_a_reservation_the_server_made_nothing_of_is_never_a_fetch(crawl_id: int
     assert (made.action, made.until) == ("defer", now + BUSY_RETRY)
 
 
-class _Ctx:
-    """What the batcher needs of a task's context: its page and the database thread."""
-
-    def __init__(self, thread: StoreThread, item_id: str) -> None:
-        self.thread, self.id, self.attempt = thread, item_id, 1
-
-    async def with_store(self, fn: Callable[[Store], T]) -> T:
-        return await self.thread.with_store(fn)
-
-
 class _CountingGate(Gate):
     def __init__(self, fail_on: str | None = None) -> None:
         super().__init__(random.Random(1))
@@ -196,7 +186,7 @@ def thread(db_url: str, clock: FakeClock) -> Iterator[StoreThread]:
 
 
 async def _plans(batcher: Batcher[Ask, Plan], thread: StoreThread, asks: list[Ask]) -> list[Any]:
-    calls = [batcher.ask(_Ctx(thread, a.item_id), a) for a in asks]  # type: ignore[arg-type]
+    calls = [batcher.ask(thread.with_store, a) for a in asks]
     try:
         return await asyncio.gather(*calls, return_exceptions=True)
     finally:
@@ -226,10 +216,10 @@ def test_an_asker_that_gives_up_does_not_stop_the_others(
 
     async def main() -> tuple[list[str], bool]:
         asks = [_ask(crawl_id, u) for u in PAGES[:3]]
-        calls = [asyncio.create_task(batcher.ask(_Ctx(thread, a.item_id), a)) for a in asks]  # type: ignore[arg-type]
+        calls = [asyncio.create_task(batcher.ask(thread.with_store, a)) for a in asks]
         calls[0].cancel()  # its attempt timed out before its plan came
         done = await asyncio.gather(*calls[1:])
-        later = await batcher.ask(_Ctx(thread, asks[0].item_id), _ask(crawl_id, PAGES[3]))  # type: ignore[arg-type]
+        later = await batcher.ask(thread.with_store, _ask(crawl_id, PAGES[3]))
         await batcher.close()
         return [p.action for p in [*done, later]], calls[0].cancelled()
 
@@ -243,9 +233,7 @@ def test_closing_the_batcher_ends_the_asks_still_waiting(
 ) -> None:
     async def main() -> bool:
         batcher = plan_batcher(_CountingGate())
-        waiting = asyncio.create_task(
-            batcher.ask(_Ctx(thread, PAGES[0]), _ask(crawl_id, PAGES[0]))  # type: ignore[arg-type]
-        )
+        waiting = asyncio.create_task(batcher.ask(thread.with_store, _ask(crawl_id, PAGES[0])))
         await asyncio.sleep(0)  # asked; the batch is on its way to the database thread
         await batcher.close()
         with pytest.raises(asyncio.CancelledError):
@@ -273,9 +261,7 @@ def test_closing_the_batcher_ends_the_asks_whose_batch_is_at_the_database(
 
     async def main() -> bool:
         batcher = plan_batcher(gate)
-        waiting = asyncio.create_task(
-            batcher.ask(_Ctx(thread, PAGES[0]), _ask(crawl_id, PAGES[0]))  # type: ignore[arg-type]
-        )
+        waiting = asyncio.create_task(batcher.ask(thread.with_store, _ask(crawl_id, PAGES[0])))
         await asyncio.to_thread(gate.entered.wait, 10)
         await batcher.close()
         gate.go.set()
@@ -307,7 +293,7 @@ def test_first_copies_asked_at_once_take_one_query_a_crawl(
     async def main() -> list[Any]:
         batcher = payload_batcher()
         try:
-            asks = [batcher.ask(_Ctx(thread, PAGES[0]), key) for key in keys]  # type: ignore[arg-type]
+            asks = [batcher.ask(thread.with_store, key) for key in keys]
             return await asyncio.gather(*asks)
         finally:
             await batcher.close()
@@ -333,7 +319,7 @@ def test_a_first_copy_lookup_that_fails_fails_only_its_own_page(
         batcher = payload_batcher()
         try:
             asks = [
-                batcher.ask(_Ctx(thread, PAGES[0]), (crawl_id, digest))  # type: ignore[arg-type]
+                batcher.ask(thread.with_store, (crawl_id, digest))
                 for digest in ("sha1:A", "sha1:BAD", "sha1:C")
             ]
             return await asyncio.gather(*asks, return_exceptions=True)

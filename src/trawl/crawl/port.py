@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Generic, Protocol, TypeVar, cast
 
@@ -30,7 +30,6 @@ log = logging.getLogger("trawl.crawl")
 
 K = TypeVar("K")
 R = TypeVar("R")
-T = TypeVar("T")
 Finished = list[tuple[str, int]]  # (item id, attempt) of requests done, slots not yet freed
 
 
@@ -85,7 +84,7 @@ class LocalPort:
             attempt=ctx.attempt,
             finished=tuple(finished),
         )
-        return await self._plans.ask(ctx, ask)
+        return await self._plans.ask(ctx.with_store, ask)
 
     async def close(self) -> None:
         await self._plans.close()
@@ -112,7 +111,7 @@ class LocalPort:
         return await ctx.with_store(partial(host_failed, host=host, grace=grace))
 
     async def payload(self, ctx: Context, crawl_id: int, digest: str) -> tuple[str, str] | None:
-        return await self._payloads.ask(ctx, (crawl_id, digest))
+        return await self._payloads.ask(ctx.with_store, (crawl_id, digest))
 
     async def pace(
         self, ctx: Context, host: str, delay: float, after: float | None = None
@@ -126,11 +125,9 @@ class LocalPort:
         return moment
 
 
-class Via(Protocol):
-    """Where a batch goes: anything that runs a function on a store - a worker's context
-    (its database thread), or a tracker's stores (server/stores.py)."""
-
-    async def with_store(self, fn: Callable[[Store], T]) -> T: ...
+# Where a batch goes: what runs a function on a store - a worker context's
+# ``with_store`` (its database thread), or a tracker's ``Stores.run`` (server/stores.py).
+Via = Callable[[Callable[[Store], list[R]]], Awaitable[list[R]]]
 
 
 class Batcher(Generic[K, R]):
@@ -147,11 +144,11 @@ class Batcher(Generic[K, R]):
     def __init__(self, many: Callable[[Store, list[K]], list[R]], name: str) -> None:
         self.many = many
         self.name = name
-        self._asks: list[tuple[K, Via, asyncio.Future[R]]] = []
+        self._asks: list[tuple[K, Via[R], asyncio.Future[R]]] = []
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    async def ask(self, via: Via, key: K) -> R:
+    async def ask(self, via: Via[R], key: K) -> R:
         answer: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._asks.append((key, via, answer))
         self._wake.set()
@@ -170,7 +167,7 @@ class Batcher(Generic[K, R]):
         self._asks = []
 
     async def _serve(self) -> None:
-        batch: list[tuple[K, Via, asyncio.Future[R]]] = []
+        batch: list[tuple[K, Via[R], asyncio.Future[R]]] = []
         try:
             while True:
                 await self._wake.wait()
@@ -183,13 +180,13 @@ class Batcher(Generic[K, R]):
                 answer.cancel()
             self._asks = []
 
-    async def _run(self, batch: list[tuple[K, Via, asyncio.Future[R]]]) -> None:
+    async def _run(self, batch: list[tuple[K, Via[R], asyncio.Future[R]]]) -> None:
         if not batch:
             return
         via = batch[0][1]  # every asker of one batcher reaches the same database
         try:
             keys = [key for key, _, _ in batch]
-            answers = await via.with_store(lambda store: self.many(store, keys))
+            answers = await via(lambda store: self.many(store, keys))
         except Exception:
             if len(batch) == 1:
                 _settle(batch[0][2], None, sys.exc_info()[1])

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -48,7 +48,6 @@ from trawl.store.crawls import FETCH_TASK
 from trawl.store.store import Store
 
 log = logging.getLogger("trawl.pipelines")
-T = TypeVar("T")
 
 WATCH_EVERY = 10.0  # seconds between re-reads of the pipeline's row (revoked? re-routed?)
 SERVICE = "pipeline/{}"  # the registry name a pipeline's session offers
@@ -73,7 +72,6 @@ class PipelineSession(Session):
         self.gate = Gate()  # rulesets and robots.txt cached for this pipeline's fetches
         # A pipeline's fetches ask for plans and first copies a page at a time; those that
         # wait together are answered in one transaction or query, as a worker's own are.
-        self._via = _Via(self.stores)
         self._plans = Batcher(self._begin_many, f"gate of pipeline {self.row.id}")
         self._payloads = payload_batcher()
         infos, limits = _registrations(self.spec.tasks)
@@ -334,7 +332,7 @@ class PipelineSession(Session):
             if digest is None:
                 found = await self.stores.run(lambda s: s.crawls.payloads(request.crawl))
                 return wire.PayloadsReply(payloads=found)
-            first = await self._payloads.ask(self._via, (request.crawl, digest))
+            first = await self._payloads.ask(self.stores.run, (request.crawl, digest))
             return wire.PayloadsReply(payloads={} if first is None else {digest: first})
 
         await self._answer(conv, payloads)
@@ -345,7 +343,7 @@ class PipelineSession(Session):
                 f"{request.item_id!r} is not the page {request.url!r} of crawl {request.crawl}"
             )
 
-        return plan_to_wire(await self._plans.ask(self._via, request))
+        return plan_to_wire(await self._plans.ask(self.stores.run, request))
 
     def _begin_many(self, store: Store, requests: list[wire.CrawlBeginRequest]) -> list[Plan]:
         """Plans for the pipeline's pages whose asks wait together, in one transaction (as
@@ -468,13 +466,3 @@ def _registrations(tasks: list[wire.TaskSpec]) -> tuple[list[TaskInfo], list[Lim
 def _register(store: Store, *, infos: list[TaskInfo], limits: list[Limit]) -> None:
     store.register_tasks(infos)
     store.register_limits(limits)
-
-
-class _Via:
-    """The tracker's stores, where a batcher's batches go (crawl/port.py's Via)."""
-
-    def __init__(self, stores: Stores) -> None:
-        self.stores = stores
-
-    async def with_store(self, fn: Callable[[Store], T]) -> T:
-        return await self.stores.run(fn)
