@@ -257,8 +257,7 @@ class LiveApp:
                 return
             if delay:
                 node.stats["frames_slowed"] += 1
-                # A client held to the rate goes as fast as it, not as fast as it could:
-                # say so, or its operator sees only a slow client.
+                # Said in the log: otherwise a client held to the rate looks merely slow.
                 if time.monotonic() - warned >= SLOWED_WARNING_EVERY:
                     warned = time.monotonic()
                     log.warning(

@@ -332,7 +332,9 @@ class Orchestrator:
             child, death, why = self._unsettled[0]
             self._settle(store, child, death, why)
             self._unsettled.pop(0)
-            if death is not Death.CLEAN:  # a clean exit saw its last commit answered
+            # A clean exit saw its last commit answered; on SQLite a dead process's
+            # transaction committed before it died or never.
+            if death is not Death.CLEAN and not store.is_sqlite:
                 self._mourning.append((child, death, why, time.monotonic()))
         if not self._mourning:
             return
@@ -343,7 +345,7 @@ class Orchestrator:
                 if time.monotonic() - since < MOURN_LIMIT:
                     continue
                 log.warning(
-                    "actor %s died %.0fs ago but its database session is still open; jobs"
+                    "actor %s died over %.0fs ago but its database session is still open; jobs"
                     " it may yet hold are settled when their leases lapse",
                     child.label,
                     MOURN_LIMIT,
