@@ -14,6 +14,7 @@ which is what a browser crawl costs. Rows go to stdout and bench/results/crawl-l
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +45,18 @@ RSS = (
 )
 
 
-def measured(argv: list[str], log: Path, env: dict[str, str] | None = None) -> dict[str, float]:
+def measured(
+    argv: list[str], log: Path, env: dict[str, str] | None = None, database: str | None = None
+) -> dict[str, float]:
     """Run *argv*; wall seconds, peak RSS (MiB) of its largest process and peak PSS of its
-    whole process tree (MiB), exit code; its output goes to *log*."""
-    with log.open("w") as out, tempfile.TemporaryFile("w+") as err:
+    whole process tree (MiB), exit code, CPU seconds; its output goes to *log*. With a
+    PostgreSQL *database* URL, also the CPU seconds its server processes spent meanwhile
+    (``db_cpu_s``): a crawl's database work, which SQLite does inside the crawler."""
+    with contextlib.ExitStack() as stack:
+        out = stack.enter_context(log.open("w"))
+        err = stack.enter_context(tempfile.TemporaryFile("w+"))
+        sampler = stack.enter_context(_server_cpu(database)) if database else None
+        started = time.time()
         proc = subprocess.Popen(
             [sys.executable, "-c", RSS, *argv], stdout=out, stderr=err, text=True, env=env
         )
@@ -54,17 +64,38 @@ def measured(argv: list[str], log: Path, env: dict[str, str] | None = None) -> d
         while proc.poll() is None:  # a sample every 0.2 s: the bench's own cost stays small
             tree = max(tree, _tree_pss(proc.pid))
             time.sleep(0.2)
+        ended = time.time()
+        time.sleep(2 * SERVER_POLL)  # a reading after the end, to interpolate to it
         err.seek(0)
         stderr = err.read()
     line = [x for x in stderr.splitlines() if x.startswith("BENCH ")][-1].split()
     log.open("a").write(stderr)
-    return {
+    row = {
         "code": int(line[1]),
         "wall_s": float(line[2]),
         "rss_mib": int(line[3]) / 1024,
         "tree_mib": tree / 1024,
         "cpu_s": float(line[4]),
     }
+    if sampler is not None:
+        server = sampler.between(started, ended)[1]
+        if server is not None:  # None: a server whose processes this user cannot read
+            row["db_cpu_s"] = server
+    return row
+
+
+# How often the database's processes are read: a crawl keeps its connections, so a reading
+# every tenth of a second loses little of a backend that ends, at little cost to the bench.
+SERVER_POLL = 0.1
+
+
+@contextlib.contextmanager
+def _server_cpu(database: str) -> Iterator[Any]:
+    sys.path.insert(0, str(HERE))
+    from harness import cpu
+
+    with cpu.Sampler(database, poll=SERVER_POLL, find_every=1) as sampler:
+        yield sampler
 
 
 def _tree_pss(root: int) -> int:
@@ -119,7 +150,7 @@ def trawl(db: str, root: str, work: Path, *extra: str, binary: Path = TRAWL) -> 
         "--no-progress",
         *extra,
     ]
-    row = measured(args, work / "trawl.log")
+    row = measured(args, work / "trawl.log", database=None if db.startswith("sqlite") else db)
     row["pages"] = _pages(db, binary)
     return row
 
@@ -173,7 +204,7 @@ def scrapy(root: str, work: Path) -> dict[str, float]:
     return row
 
 
-def postgres_url(binary: Path = TRAWL) -> tuple[str, object]:
+def postgres_url(binary: Path = TRAWL) -> tuple[str, tuple[Any, str]]:
     sys.path.insert(0, str(HERE))
     from harness import postgres
 
@@ -253,7 +284,8 @@ def remote(db: str, root: str, work: Path, binary: Path = TRAWL) -> dict[str, fl
             "--exit-when-idle",
             "--no-progress",
         ]
-        row = measured(args, work / "trawl.log", env=os.environ | {"TRAWL_PIPELINE_TOKEN": token})
+        env = os.environ | {"TRAWL_PIPELINE_TOKEN": token}
+        row = measured(args, work / "trawl.log", env=env, database=db)
         row["tracker_cpu_s"] = _cpu_s(tracker.pid) - before
         row["cpu_s"] += row["tracker_cpu_s"]
     finally:
@@ -286,14 +318,14 @@ def _cpu_s(pid: int) -> float:
 
 
 def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[dict[str, object]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for system in systems:
         name, binary = _which(system, before)
         server, origin = serve(size)
         root = origin["main"] + "/"
         place = work / f"{system}-{size}-{len(rows)}"  # a system may run more than once
         place.mkdir(parents=True)
-        cleanup = None
+        cleanup: tuple[Any, str] | None = None
         try:
             if name == "trawl-sqlite":
                 row = trawl(f"sqlite:///{place / 'crawl.db'}", root, place, binary=binary)
@@ -321,7 +353,7 @@ def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[
             server.terminate()
             server.wait()
             if cleanup is not None:
-                pg, db = cleanup  # type: ignore[misc]
+                pg, db = cleanup
                 pg.drop(db)
         rows.append(_rated({"system": system, "site_pages": size, **row}))
         print(_line(rows[-1]), flush=True)
@@ -345,6 +377,8 @@ def _rated(row: dict[str, Any]) -> dict[str, Any]:
     row["pages_per_s"] = row["pages"] / row["wall_s"] if row["wall_s"] else 0.0
     # CPU time per page is what another machine's load does not change much.
     row["cpu_ms_per_page"] = 1000 * row["cpu_s"] / row["pages"] if row["pages"] else 0.0
+    if "db_cpu_s" in row:  # PostgreSQL's share, which a SQLite crawler's own CPU includes
+        row["db_cpu_ms_per_page"] = 1000 * row["db_cpu_s"] / row["pages"] if row["pages"] else 0.0
     return row
 
 
@@ -352,9 +386,14 @@ def _line(row: dict[str, object]) -> str:
     return (
         f"{row['system']:<17} site {row['site_pages']:>6}  fetched {row['pages']:>6}  "
         f"{row['wall_s']:7.1f}s  {row['pages_per_s']:7.1f} pages/s  "
-        f"{row['cpu_ms_per_page']:5.2f} CPU ms/page  peak RSS {row['rss_mib']:6.0f} MiB  "
-        f"tree {row['tree_mib']:6.0f} MiB  exit {row['code']}"
+        f"{row['cpu_ms_per_page']:5.2f} CPU ms/page{_db_part(row)}  "
+        f"peak RSS {row['rss_mib']:6.0f} MiB  tree {row['tree_mib']:6.0f} MiB  exit {row['code']}"
     )
+
+
+def _db_part(row: dict[str, object]) -> str:
+    share = row.get("db_cpu_ms_per_page")
+    return f" + {share:5.2f} in PostgreSQL" if isinstance(share, float) else ""
 
 
 def main() -> int:

@@ -40,7 +40,12 @@ class Sampler:
     """Samples (wall time, client CPU, server CPU) while the block runs. Client processes
     are added with :meth:`watch` once started; backends are found by database name."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, poll: float = POLL, find_every: int = 10) -> None:
+        """*poll*: seconds between readings; *find_every*: look for new backends every
+        that many readings (they are rare in a run of workers; a crawl's CLI opens some
+        for moments)."""
+        self.poll = poll
+        self.find_every = find_every
         u = sa.make_url(url)
         self.database = u.database
         self._admin = u.set(drivername="postgresql", database="postgres").render_as_string(
@@ -91,13 +96,13 @@ class Sampler:
             backends: set[int] = set()  # every backend seen, gone ones too (last reading)
             rounds = 0
             while True:
-                if rounds % 10 == 0:  # new backends are rare: look for them every 10 polls
+                if rounds % self.find_every == 0:
                     backends.update(pid for (pid,) in conn.execute(_PIDS, (self.database,)))
                 rounds += 1
                 client = sum(self._read(pid) for pid in self._clients)
                 server = sum(self._read(pid, server=True) for pid in backends)
                 self.samples.append((time.time(), client, server))
-                if self._done.wait(POLL):
+                if self._done.wait(self.poll):
                     return
 
     def _read(self, pid: int, *, server: bool = False) -> float:
