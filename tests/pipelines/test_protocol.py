@@ -4,6 +4,7 @@ says: handshake, hello, claim, commit, renew, reads, errors, routing and operato
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ from tests.integration.helpers import item
 from tests.live.helpers import run
 from tests.pipelines.conftest import Raw, Tracker, headers, hello, join, task_spec
 from trawl.model import wire
+from trawl.model.errors import DatabaseUnavailable
+from trawl.store.pipelines import Pipelines
 from trawl.store.store import Store
 
 
@@ -364,6 +367,45 @@ def test_a_session_long_joined_still_notices_its_token_rotated(tracker: Tracker)
         assert "new token" in revoked["payload"]["reason"]
 
     run(main, timeout=60)
+
+
+def test_a_session_still_notices_its_token_rotated_after_its_row_could_not_be_read(
+    tracker: Tracker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The database is away for a while (each re-read fails, 0.2 s apart here). A failing
+    # re-read used to end the watch; five of them within a minute gave it up for the rest
+    # of the session, so a token rotated after the outage went unnoticed.
+    tracker.pipeline("p1")
+    real_get = Pipelines.get
+    failing = {"on": False, "reads": 0}
+
+    def get(self: Pipelines, pipeline_id: str) -> Any:
+        if failing["on"]:
+            failing["reads"] += 1
+            raise DatabaseUnavailable("cannot reach the database at test: it is down")
+        return real_get(self, pipeline_id)
+
+    monkeypatch.setattr(Pipelines, "get", get)
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1")
+        failing["on"] = True
+        for _ in range(100):  # 12 reads: well past the five restarts a daemon is allowed
+            if failing["reads"] >= 12:
+                break
+            await asyncio.sleep(0.1)
+        failing["on"] = False
+        assert failing["reads"] >= 12, "the watch stopped re-reading while the database was away"
+        with Store(tracker.db) as store:
+            store.pipelines.rotate("p1", store.clock())
+        revoked = await raw.advisory("revoked", timeout=5)
+        assert "new token" in revoked["payload"]["reason"]
+
+    with caplog.at_level(logging.INFO, logger="trawl.server.pipelines.session"):
+        run(main, timeout=60)
+    said = [r.getMessage() for r in caplog.records if "row" in r.getMessage()]
+    assert sum("cannot re-read its row" in m for m in said) == 1  # once an outage, not a read
+    assert any("its row is read again" in m for m in said)
 
 
 def test_a_second_session_of_a_pipeline_replaces_the_first(tracker: Tracker) -> None:

@@ -405,12 +405,33 @@ class PipelineSession(Session):
 
     @daemon()
     async def watch(self) -> None:
-        # A loop, not a daemon restarted each time it returns: returns count as restarts,
-        # and five within a minute give the daemon up (about a minute into every session,
-        # it stopped seeing its token rotated or its pipeline deleted from the CLI).
+        # A loop, not a daemon restarted each time it returns or fails: returns and failures
+        # count as restarts, and five within a minute give the daemon up. Returning, it
+        # stopped seeing its token rotated or its pipeline deleted about a minute into every
+        # session; failing, it stopped after a database outage of a minute or so, for the rest
+        # of the session. So a read that fails is tried again at the next watch.
+        down_since: float | None = None
         while True:
             await asyncio.sleep(self.watch_every)
-            await self._reread()
+            try:
+                await self._reread()
+            except DatabaseUnavailable as error:
+                if down_since is None:
+                    down_since = time.monotonic()
+                    log.warning(
+                        "pipeline %s: cannot re-read its row (%s); trying again every %gs",
+                        self.row.id,
+                        error,
+                        self.watch_every,
+                    )
+                continue
+            if down_since is not None:
+                log.info(
+                    "pipeline %s: its row is read again, after %.0fs",
+                    self.row.id,
+                    time.monotonic() - down_since,
+                )
+                down_since = None
 
     async def _reread(self) -> None:
         row = await self.stores.run(lambda s: s.pipelines.get(self.row.id))
