@@ -65,7 +65,8 @@ def measured(
             tree = max(tree, _tree_pss(proc.pid))
             time.sleep(0.2)
         ended = time.time()
-        time.sleep(2 * SERVER_POLL)  # a reading after the end, to interpolate to it
+        if sampler is not None:
+            time.sleep(2 * SERVER_POLL)  # a reading after the end, to interpolate to it
         err.seek(0)
         stderr = err.read()
     line = [x for x in stderr.splitlines() if x.startswith("BENCH ")][-1].split()
