@@ -361,14 +361,24 @@ def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[
     return rows
 
 
+# The rows a --before checkout can run (the others run options it may not have had).
+BEFORE = (
+    "trawl-sqlite",
+    "trawl-sqlite-x2",
+    "trawl-postgresql",
+    "trawl-postgresql-x2",
+    "trawl-remote",
+)
+
+
 def _which(system: str, before: Path | None) -> tuple[str, Path]:
     """The row's system and the trawl that runs it: ``NAME@before`` is NAME run by the
     trawl of the checkout given with --before."""
     name, _, tail = system.partition("@")
     if not tail:
         return name, TRAWL
-    if tail != "before" or name not in ("trawl-sqlite", "trawl-postgresql", "trawl-remote"):
-        raise SystemExit(f"{system}: only trawl-sqlite, trawl-postgresql and trawl-remote@before")
+    if tail != "before" or name not in BEFORE:
+        raise SystemExit(f"{system}: only {', '.join(BEFORE)} run @before")
     if before is None:
         raise SystemExit(f"{system}: give --before DIR (a checkout with its .venv)")
     return name, before / ".venv" / "bin" / "trawl"
@@ -409,9 +419,8 @@ def main() -> int:
     parser.add_argument(
         "--before",
         type=Path,
-        help="another checkout (with its .venv) whose trawl runs the rows named"
-        " trawl-sqlite@before, trawl-postgresql@before and trawl-remote@before, for a before/after"
-        " table in one run",
+        help="another checkout (with its .venv) whose trawl runs the rows named NAME@before"
+        f" ({', '.join(BEFORE)}), for a before/after table in one run",
     )
     args = parser.parse_args()
     sizes = [

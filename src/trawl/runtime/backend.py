@@ -25,7 +25,7 @@ from trawl.runtime.context import Reader
 from trawl.runtime.settle import sweep_lapsed
 from trawl.runtime.store_thread import StoreThread
 from trawl.store.notify import Listener
-from trawl.store.store import SMALL_CACHE_MIB, Store, analyze_apart
+from trawl.store.store import SMALL_CACHE_MIB, Store, analyze_apart, vacuum_apart
 
 log = logging.getLogger("trawl.worker")
 
@@ -93,7 +93,8 @@ class Backend(Protocol):
 
     async def upkeep(self) -> None:
         """Housekeeping the worker does now and then beside its work: on a database, keep
-        the planner's statistics up with the tables' growth (store/planner_stats.py)."""
+        the planner's statistics up with the tables' growth (store/planner_stats.py) and
+        vacuum the tables that churn (store/vacuum.py)."""
 
     def listen(self, wake: Callable[[], None]) -> None:
         """Call *wake* (from any thread) when new work may be due."""
@@ -256,12 +257,16 @@ class LocalBackend:
         await self.thread.call(self.clock.recheck, self.thread.store)
 
     async def upkeep(self) -> None:
-        # The look is one quick read on the lease connection, idle between renewals. An
-        # ANALYZE can take seconds on big tables: it gets a connection of its own, so no
-        # renewal (a lease could lapse) and no commit or claim waits for it.
+        # The looks are quick reads on the lease connection, idle between renewals. An
+        # ANALYZE can take seconds on big tables (a VACUUM of a big crawl's host table, a
+        # while): each gets a connection of its own, so no renewal (a lease could lapse)
+        # and no commit or claim waits for it.
         stale = await self._renewer.call(self._renewer.store.stale_statistics)
         if stale:
             await asyncio.to_thread(analyze_apart, self.url, stale)
+        crowded = await self._renewer.call(self._renewer.store.crowded_tables)
+        if crowded:
+            await asyncio.to_thread(vacuum_apart, self.url, crowded)
 
     def listen(self, wake: Callable[[], None]) -> None:
         self._listener = Listener(self.url, wake)

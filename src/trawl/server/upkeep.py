@@ -1,7 +1,8 @@
 """The API server's housekeeping. Remote pipelines commit through the server, so it keeps
-the planner's statistics up with the tables' growth as a worker does
-(store/planner_stats.py), every few seconds: it looks on a connection of its pool (one
-quick read) and analyzes on a connection of its own, so no request waits for an ANALYZE."""
+the planner's statistics up with the tables' growth and vacuums the tables that churn as a
+worker does (store/planner_stats.py, store/vacuum.py), every few seconds: it looks on a
+connection of its pool (quick reads) and analyzes or vacuums on a connection of its own, so
+no request waits for an ANALYZE or a VACUUM."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import logging
 from trawl.model.errors import DatabaseUnavailable
 from trawl.server.stores import Stores
 from trawl.store import planner_stats
-from trawl.store.store import analyze_apart
+from trawl.store.store import analyze_apart, vacuum_apart
 
 log = logging.getLogger("trawl.server")
 
@@ -40,6 +41,9 @@ class Upkeep:
                 stale = await self.stores.run(lambda store: store.stale_statistics())
                 if stale:
                     await asyncio.to_thread(analyze_apart, self.stores.url, stale)
+                crowded = await self.stores.run(lambda store: store.crowded_tables())
+                if crowded:
+                    await asyncio.to_thread(vacuum_apart, self.stores.url, crowded)
             except DatabaseUnavailable as error:  # requests say so; this tries again later
                 log.debug("upkeep skipped: %s", error)
             except Exception:  # housekeeping must never take the server down: said, retried

@@ -34,6 +34,7 @@ from trawl.store import (
     scheduling,
     staging,
     transitions,
+    vacuum,
 )
 from trawl.store import claim as claim_sql
 from trawl.store.activity import Activity
@@ -205,6 +206,16 @@ class Store:
     def analyze(self, tables: list[str]) -> None:
         """``ANALYZE`` these trawl tables (PostgreSQL; SQLite: nothing)."""
         planner_stats.analyze(self.db, tables)
+
+    def crowded_tables(self) -> list[str]:
+        """PostgreSQL: the churning tables (crawl slots and hosts) full enough of dead rows
+        to be worth a :meth:`vacuum` (vacuum.py says why; one quick read). SQLite: none."""
+        return vacuum.crowded(self.db)
+
+    def vacuum(self, tables: list[str]) -> None:
+        """``VACUUM`` these churning tables, outside any transaction (PostgreSQL; SQLite:
+        nothing)."""
+        vacuum.vacuum(self.db, tables)
 
     # -- tasks ----------------------------------------------------------------------------
 
@@ -574,3 +585,11 @@ def analyze_apart(url: str, tables: list[str]) -> None:
     leases, commits and claims; the API server's requests) that work would wait for it."""
     with Store(url, cache_mib=SMALL_CACHE_MIB) as store:
         store.analyze(tables)
+
+
+def vacuum_apart(url: str, tables: list[str]) -> None:
+    """``VACUUM`` *tables* of the database at *url* on a connection opened for it, as
+    :func:`analyze_apart` analyzes: a worker's or the API server's other work does not wait
+    for it (a host table of a big crawl holds a row for each of its hosts)."""
+    with Store(url, cache_mib=SMALL_CACHE_MIB) as store:
+        store.vacuum(tables)
