@@ -73,6 +73,13 @@ def test_a_batch_plans_as_the_same_asks_one_after_another(
         store, [_ask(crawl_id, PAGES[4], done), _ask(crawl_id, PAGES[5])]
     )
     assert [p.action for p in then] == ["fetch", "fetch"], "finished requests freed first"
+    with store.read():  # the finished requests' slots went, in one statement; no other did
+        held = store.db.fetch("SELECT item_id, key FROM crawl_slots ORDER BY item_id, key")
+    assert sorted(held) == sorted(
+        (page_id(crawl_id, url), key)
+        for url in PAGES[4:]
+        for key in (f"crawl:{crawl_id}", "host:a.test")
+    ), held
 
 
 def test_a_plan_that_waited_for_the_host_counts_the_slots_taken_meanwhile(

@@ -523,6 +523,39 @@ def test_rows_fetched_later_of_a_failed_transaction_never_arrive(store: Store) -
     assert set(view_tags(store, "sku:1")) == {"product"}
 
 
+def test_one_statement_fetched_later_for_many_rows_answers_each_in_order(store: Store) -> None:
+    """``fetch_many_later``: one statement run once per parameter row (on PostgreSQL one
+    executemany in the pipeline), each row's answer in its own list, after what was sent
+    before it."""
+    products(store, "sku:1", "sku:2", "sku:3")
+    with sql_statements() as seen, store.db.write():
+        store.db.send(_ADD_TAG, {"item_id": "sku:2", "name": "queued"})
+        rows = [{"item_id": i} for i in ("sku:2", "sku:1", "sku:404", "sku:2")]
+        counts = store.db.fetch_many_later(_COUNT_TAGS, rows)
+        assert store.db.fetch_many_later(_COUNT_TAGS, []) == []
+        store.db.send(_ADD_TAG, {"item_id": "sku:3", "name": "after"})
+        later = store.db.fetch_later(_COUNT_TAGS, {"item_id": "sku:3"})
+    assert counts == [[(2,)], [(1,)], [(0,)], [(2,)]]
+    assert later == [(2,)]
+    if not store.db.is_sqlite:
+        assert [s.split()[0].upper() for s in seen][-1] == "COMMIT"
+
+
+def test_rows_fetched_later_for_many_rows_of_a_failed_transaction_never_arrive(
+    store: Store,
+) -> None:
+    products(store, "sku:1")
+    duplicate = pytest.raises(DataRejected, match=r"(?i)refused a value: .*(unique|duplicate)")
+    counts: list[list[Any]] = []
+    with duplicate, store.db.write():
+        counts = store.db.fetch_many_later(_COUNT_TAGS, [{"item_id": "sku:1"}] * 3)
+        store.db.send(_ADD_TAG, {"item_id": "sku:1", "name": "product"})  # already there
+    assert counts in ([[], [], []], [[(1,)], [(1,)], [(1,)]])  # SQLite ran them at once
+    if not store.db.is_sqlite:
+        assert counts == [[], [], []]
+    assert set(view_tags(store, "sku:1")) == {"product"}
+
+
 def view_tags(store: Store, item_id: str) -> dict[str, str | None]:
     view = store.get_item(item_id)
     assert view is not None

@@ -188,9 +188,7 @@ class Gate:
         postgres = not store.db.is_sqlite
         rows: list[list[Any]] = []
         with store.write(soft=True):
-            for ask in asks:
-                for done_item, done_attempt in ask.finished:
-                    tables.release(done_item, done_attempt)
+            tables.release_many([done for ask in asks for done in ask.finished])
             now = store.clock()
             view = _Tables(tables, self._hosts)
             if self._rng.random() < 0.01 * len(asks):
@@ -206,7 +204,7 @@ class Gate:
             if wanted:  # PostgreSQL: reserved by the server, read after the COMMIT
                 tables.lock_hosts(list({w.host for w in wanted}), known=self._hosts)
                 view.learned.update(w.host for w in wanted)
-                rows = [tables.reserve_later(w.params(now)) for w in wanted]
+                rows = tables.reserve_later([w.params(now) for w in wanted])
         self._hosts |= view.learned
         found = iter(rows)
         plans = [self._reserved(now, p, next(found)) if isinstance(p, _Wanted) else p for p in made]

@@ -359,6 +359,11 @@ class Database:
         PostgreSQL with the next fetch or the COMMIT, in the same round trip)."""
         return self._driver.fetch_later(self._raw, statement, params)
 
+    def fetch_many_later(self, statement: Statement, rows: Sequence[Params]) -> list[list[Any]]:
+        """:meth:`fetch_later` of one statement once per parameter row, in order: a list of
+        rows for each, filled once they have run (on PostgreSQL one ``executemany``)."""
+        return self._driver.fetch_many_later(self._raw, statement, rows)
+
     def copy(self, table: str, columns: Sequence[Column], rows: Iterable[Sequence[Any]]) -> None:
         """Stream *rows* (tuples in the order of *columns*) into *table*, after what is
         queued: binary ``COPY`` on PostgreSQL, one ``executemany`` on SQLite. The rows are
