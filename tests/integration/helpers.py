@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Iterable, Iterator
@@ -27,6 +28,7 @@ from trawl.model.records import (
 )
 from trawl.model.states import Outcome
 from trawl.runtime.app import App
+from trawl.runtime.context import Context
 from trawl.runtime.settle import sweep_lapsed
 from trawl.store import codec
 from trawl.store.store import Store
@@ -263,3 +265,15 @@ def database_user(
                 admin.execute(statement.format(database=database))
             admin.execute(f"DROP OWNED BY {role}")
             admin.execute(f"DROP ROLE {role}")
+
+
+def product_app() -> App:
+    """An app of one task, ``price``, for items tagged ``product``: 10 ms a job, no retry."""
+    app = App()
+
+    @app.task(tags=["product"], retries=0)
+    async def price(ctx: Context) -> dict[str, Any]:
+        await asyncio.sleep(0.01)
+        return {}
+
+    return app

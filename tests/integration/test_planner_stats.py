@@ -19,8 +19,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
-import trawl
-from tests.integration.helpers import database_user, item
+from tests.integration.helpers import database_user, item, product_app
 from trawl.model.errors import DatabaseUnavailable
 from trawl.runtime import backend as backend_module
 from trawl.runtime import worker as worker_module
@@ -113,7 +112,7 @@ def test_an_analyze_replaces_the_plan_a_statement_cached_on_a_small_table(pg_url
         " JOIN tasks k ON k.name = tt.task WHERE t.item_id = ANY($1::text[])"
     )
     with Store(pg_url) as store:
-        store.register_tasks(d.info() for d in _app().declared())
+        store.register_tasks(d.info() for d in product_app().declared())
     dsn = pg_url.replace("postgresql+psycopg://", "postgresql://")
     with psycopg.connect(dsn, autocommit=True) as conn:
         # The plan is made on first use and kept: what a driver's prepared statement gets
@@ -149,22 +148,11 @@ def test_sqlite_has_nothing_to_refresh(db_url: str) -> None:
         assert _refresh(store) == []
 
 
-def _app() -> trawl.App:
-    app = trawl.App()
-
-    @app.task(tags=["product"], retries=0)
-    async def price(ctx: trawl.Context) -> dict[str, Any]:
-        await asyncio.sleep(0.01)
-        return {}
-
-    return app
-
-
 def test_a_worker_keeps_the_statistics_up(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(worker_module, "UPKEEP_EVERY", 0.1)
     _add(pg_url, 1500)
     _until_counted(pg_url, "items", 1500)
-    worker = Worker(_app(), url=pg_url, concurrency=4, exit_when_idle=True, grace=5)
+    worker = Worker(product_app(), url=pg_url, concurrency=4, exit_when_idle=True, grace=5)
     assert asyncio.run(worker.run()) == 0
     assert worker.stats.done == 1500
     assert _analyzed(pg_url, "items") == 1
@@ -186,7 +174,7 @@ def test_a_workers_analyze_has_a_connection_of_its_own(
     monkeypatch.setattr(backend_module, "analyze_apart", slow_analyze)
     _add(pg_url, 1500)
     _until_counted(pg_url, "items", 1500)
-    worker = Worker(_app(), url=pg_url, concurrency=4, exit_when_idle=True, grace=5)
+    worker = Worker(product_app(), url=pg_url, concurrency=4, exit_when_idle=True, grace=5)
     assert asyncio.run(worker.run()) == 0
     assert threads
     assert not [name for name in threads if name.startswith("trawl-db")], threads
@@ -204,7 +192,7 @@ def test_a_failing_upkeep_is_logged_and_the_work_goes_on(
     monkeypatch.setattr(worker_module, "UPKEEP_EVERY", 0.05)
     monkeypatch.setattr(LocalBackend, "upkeep", broken)
     _add(pg_url, 60)
-    worker = Worker(_app(), url=pg_url, concurrency=1, exit_when_idle=True, grace=5)
+    worker = Worker(product_app(), url=pg_url, concurrency=1, exit_when_idle=True, grace=5)
     with caplog.at_level(logging.WARNING, logger="trawl.worker"):
         assert asyncio.run(worker.run()) == 0
     assert worker.stats.done == 60
@@ -357,7 +345,7 @@ def test_a_worker_whose_database_is_away_skips_its_upkeep_quietly(
     monkeypatch.setattr(worker_module, "UPKEEP_EVERY", 0.05)
     monkeypatch.setattr(LocalBackend, "upkeep", away)
     _add(pg_url, 60)
-    worker = Worker(_app(), url=pg_url, concurrency=1, exit_when_idle=True, grace=5)
+    worker = Worker(product_app(), url=pg_url, concurrency=1, exit_when_idle=True, grace=5)
     with caplog.at_level(logging.DEBUG, logger="trawl.worker"):
         assert asyncio.run(worker.run()) == 0
     assert worker.stats.done == 60

@@ -10,13 +10,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-import trawl
-from tests.integration.helpers import database_user, item
+from tests.integration.helpers import database_user, item, product_app
 from trawl.runtime import backend as backend_module
 from trawl.runtime import worker as worker_module
 from trawl.runtime.worker import Worker
@@ -117,17 +115,6 @@ def test_a_database_user_that_may_not_vacuum_leaves_the_tables_alone(pg_url: str
         assert owner.crowded_tables() == ["crawl_slots"]
 
 
-def _app() -> trawl.App:
-    app = trawl.App()
-
-    @app.task(tags=["product"], retries=0)
-    async def price(ctx: trawl.Context) -> dict[str, Any]:
-        await asyncio.sleep(0.01)
-        return {}
-
-    return app
-
-
 def test_a_worker_vacuums_on_a_connection_of_its_own(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -146,7 +133,7 @@ def test_a_worker_vacuums_on_a_connection_of_its_own(
     _until_dead(pg_url, 1500)
     with Store(pg_url) as store:
         store.add_items([item(f"sku:{n}", "product") for n in range(40)])
-    worker = Worker(_app(), url=pg_url, concurrency=4, exit_when_idle=True, grace=5)
+    worker = Worker(product_app(), url=pg_url, concurrency=4, exit_when_idle=True, grace=5)
     assert asyncio.run(worker.run()) == 0
     assert threads, "the worker never vacuumed"
     assert not [name for name in threads if name.startswith("trawl-db")], threads
