@@ -165,12 +165,8 @@ class HotPath:
             if queued:
                 with raw.pipeline():
                     for text, values, many, into in queued:
-                        cursor = raw.cursor()
-                        if many and into is not None:  # fetch_many_later: rows are read
-                            _log(text)
-                            cursor.executemany(text, values, returning=True)
-                        else:
-                            _execute(cursor, text, values, many=many)
+                        reading = many and into is not None  # fetch_many_later
+                        cursor = _execute(raw.cursor(), text, values, many=many, returning=reading)
                         if into is not None:
                             wanted.append((cursor, into, many))
                     if sql is not None:
@@ -200,15 +196,15 @@ class HotPath:
         return wrapped
 
 
-def _execute(cursor: Any, sql: str, params: Any, *, many: bool) -> Any:
-    _log(sql)
-    (cursor.executemany if many else cursor.execute)(sql, params)
-    return cursor
-
-
-def _log(sql: str) -> None:
+def _execute(cursor: Any, sql: str, params: Any, *, many: bool, returning: bool = False) -> Any:
+    """Run *sql*; an executemany *returning* keeps each row's result (psycopg only)."""
     if log.isEnabledFor(logging.DEBUG):
         log.debug("%s", sql)
+    if returning:
+        cursor.executemany(sql, params, returning=True)
+    else:
+        (cursor.executemany if many else cursor.execute)(sql, params)
+    return cursor
 
 
 def _collect(cursor: Any, into: list[Any], *, many: bool) -> None:
