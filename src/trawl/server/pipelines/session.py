@@ -414,7 +414,7 @@ class PipelineSession(Session):
         while True:
             await asyncio.sleep(self.watch_every)
             try:
-                await self._reread()
+                row = await self._read_row()
             except DatabaseUnavailable as error:
                 if down_since is None:
                     down_since = time.monotonic()
@@ -432,9 +432,16 @@ class PipelineSession(Session):
                     time.monotonic() - down_since,
                 )
                 down_since = None
+            # After the recovery is logged: what the row says may close the session.
+            await self._apply(row)
 
     async def _reread(self) -> None:
-        row = await self.stores.run(lambda s: s.pipelines.get(self.row.id))
+        await self._apply(await self._read_row())
+
+    async def _read_row(self) -> PipelineRow | None:
+        return await self.stores.run(lambda s: s.pipelines.get(self.row.id))
+
+    async def _apply(self, row: PipelineRow | None) -> None:
         if row is None or row.token_rotated_at != self.row.token_rotated_at:
             why = "deleted" if row is None else "given a new token"
             log.info("pipeline %s was %s: closing its session", self.row.id, why)
