@@ -541,6 +541,25 @@ def test_exit_when_idle_waits_for_the_retries_it_scheduled(db_url: str) -> None:
     assert results(db_url, ids) == {i: {"attempt": 2} for i in ids}
 
 
+def test_exit_when_idle_waits_for_the_jobs_it_deferred(db_url: str) -> None:
+    # A crawl page whose host is not ready is deferred the same way: a remote pipeline's
+    # `trawl worker --crawl --exit-when-idle` left the last pages of a Crawl-delay host
+    # queued, its crawl unfinished, in two of five runs of bench/crawl's trawl-remote.
+    app = trawl.App()
+
+    @app.task(tags=["product"])
+    async def price(ctx: trawl.Context) -> dict[str, Any] | None:
+        if ctx.attempt == 1:
+            ctx.defer(time.time() + 1.0)
+            return None
+        return {"attempt": ctx.attempt}
+
+    ids = products(db_url, 3)
+    worker = run(app, db_url)  # nothing is due after the first round: only its deferrals
+    assert worker.stats.done == 3
+    assert results(db_url, ids) == {i: {"attempt": 2} for i in ids}
+
+
 def test_exit_when_idle_does_not_wait_for_a_failure_with_no_retry_left(db_url: str) -> None:
     app = trawl.App()
 

@@ -81,7 +81,7 @@ log = logging.getLogger("trawl.cli")
 @click.option(
     "--exit-when-idle",
     is_flag=True,
-    help="Exit once no job is due and no retry this worker scheduled is still to come.",
+    help="Exit once no job is due and no retry or deferral this worker committed is still to come.",
 )
 @grace_option
 @progress_option("a live line")

@@ -37,7 +37,7 @@ from trawl.runtime.actor.spec import ActorType, QueueInfo, actor_key
 from trawl.runtime.app import App, TaskDef
 from trawl.runtime.lock import OrchestratorLock
 from trawl.runtime.metrics import Metrics
-from trawl.runtime.outcome import retries_ahead
+from trawl.runtime.outcome import due_again_in
 from trawl.runtime.plugins import Plugins, for_app
 from trawl.runtime.settle import Death, held_jobs, settle
 from trawl.store.notify import Listener
@@ -357,7 +357,7 @@ class Orchestrator:
         task = self.app.tasks[child.info.type]
         held = held_jobs(store, task.name, child.info.owner)
         results, report = settle(store, task, held, death, why)
-        ahead = retries_ahead(results, report)
+        ahead = due_again_in(results, report)
         self._retries_until = max(self._retries_until, time.monotonic() + ahead)
         if results:
             log.warning("actor %s held %d jobs: %s", child.label, len(results), _settled(death))

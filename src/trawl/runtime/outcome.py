@@ -4,6 +4,7 @@ was eventful, the next revisit, and when a failure may be retried."""
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Sequence
 
 from trawl.engine import backoff, revisit
@@ -95,13 +96,31 @@ def retry_delay(d: TaskDef, job: ClaimedJob, *, not_found: bool) -> float | None
     return cooldowns.exhausted if delay is None else delay
 
 
-def retries_ahead(results: Sequence[AttemptResult], report: CommitReport) -> float:
-    """How long until the last retry that committing *results* scheduled comes due, in
-    seconds (0.0: none). A worker or orchestrator that exits when idle waits that long:
-    a job waiting for its retry is not finished."""
-    # On every commit: the common case (no failure to retry) builds nothing.
-    retrying = [r for r in results if r.outcome is Outcome.FAILURE and r.retry_delay]
-    if not retrying:
+def due_again_in(
+    results: Sequence[AttemptResult], report: CommitReport, now: float | None = None
+) -> float:
+    """How long until the last job that committing *results* put back for later (a retry,
+    or a deferral: a crawl page waiting for its host, a task's ``ctx.defer``) comes due, in
+    seconds (0.0: none). A worker or orchestrator that exits when idle waits that long: a
+    job waiting for its retry or its turn is not finished."""
+    # On every commit: the common case (nothing put back for later) builds nothing.
+    later = [
+        r
+        for r in results
+        if (r.outcome is Outcome.FAILURE and r.retry_delay)
+        or (r.outcome is Outcome.DEFERRED and r.defer_until is not None)
+    ]
+    if not later:
         return 0.0
     committed = set(report.committed)
-    return max((r.retry_delay or 0.0 for r in retrying if r.job_id in committed), default=0.0)
+    now = time.time() if now is None else now
+    return max(
+        (_ahead(r, now) for r in later if r.job_id in committed),
+        default=0.0,
+    )
+
+
+def _ahead(result: AttemptResult, now: float) -> float:
+    if result.outcome is Outcome.DEFERRED:  # defer_until is a time, on the wall clock
+        return max(0.0, (result.defer_until or now) - now)
+    return result.retry_delay or 0.0

@@ -28,7 +28,7 @@ from trawl.runtime.attempt import TaskTimeout, abandoned, released, run_attempt,
 from trawl.runtime.backend import Backend, Lane, LocalBackend, read_at_once
 from trawl.runtime.clock import CHECK_EVERY, WorkerClock
 from trawl.runtime.context import Context
-from trawl.runtime.outcome import retries_ahead
+from trawl.runtime.outcome import due_again_in
 from trawl.runtime.plugins import for_app
 from trawl.runtime.stats import WorkerStats
 from trawl.store import planner_stats
@@ -130,7 +130,8 @@ class Worker:
         self._pending_since = 0.0  # when the oldest of _pending finished (monotonic)
         self._committing: list[AttemptResult] = []
         self._commits = 0
-        self._retries_until = 0.0  # monotonic: when the last retry this worker set comes due
+        # monotonic: when the last retry or deferral this worker committed comes due
+        self._later_until = 0.0
         self._stopping = False
         self._stopped_at = 0.0  # monotonic time of stop()
         self._signals = 0
@@ -309,7 +310,7 @@ class Worker:
             idle = (
                 self._idle(epoch)
                 and batch.wake_at is None
-                and time.monotonic() >= self._retries_until
+                and time.monotonic() >= self._later_until
             )
             (self.dry.set if idle else self.dry.clear)()
             if self.exit_when_idle and idle:
@@ -490,7 +491,7 @@ class Worker:
 
     def _committed(self, results: list[AttemptResult], report: CommitReport) -> None:
         self._account(results, report)
-        self._retries_set(results, report)
+        self._note_later(results, report)
         self.hooks.committed(results, report)
         handed = {id(r) for r in results}
         self._committing = [r for r in self._committing if id(r) not in handed]
@@ -633,13 +634,13 @@ class Worker:
         for result in (r for r in lost if r.job_id in report.committed):
             log.warning("job %s of %s: %s", result.item_id, result.task, _why(result))
         if lost:
-            self._retries_set(lost, report)
+            self._note_later(lost, report)
             self.hooks.committed(lost, report)
 
-    def _retries_set(self, results: list[AttemptResult], report: CommitReport) -> None:
-        ahead = retries_ahead(results, report)
+    def _note_later(self, results: list[AttemptResult], report: CommitReport) -> None:
+        ahead = due_again_in(results, report)
         if ahead:
-            self._retries_until = max(self._retries_until, time.monotonic() + ahead)
+            self._later_until = max(self._later_until, time.monotonic() + ahead)
 
     async def _clock_loop(self) -> None:
         while True:
