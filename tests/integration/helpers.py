@@ -16,6 +16,7 @@ from trawl.engine import backoff
 from trawl.engine import claim as engine_claim
 from trawl.engine.claim import TaskGate
 from trawl.engine.commit import commit
+from trawl.model import wire
 from trawl.model.effects import Effect
 from trawl.model.records import (
     AttemptResult,
@@ -24,13 +25,16 @@ from trawl.model.records import (
     FailureInfo,
     JobView,
     NewItem,
+    PipelineRow,
     TaskInfo,
 )
 from trawl.model.states import Outcome
 from trawl.runtime.app import App
 from trawl.runtime.context import Context
 from trawl.runtime.settle import sweep_lapsed
+from trawl.server.pipelines.routing import Routing
 from trawl.store import codec
+from trawl.store.crawls import FETCH_TASK
 from trawl.store.store import Store
 
 START = 1_700_000_000.0
@@ -277,3 +281,32 @@ def product_app() -> App:
         return {}
 
     return app
+
+
+def fetch_routing(capabilities: list[str], slots: int = 4) -> Routing:
+    """How a pipeline running only the fetch task, with *capabilities*, is routed."""
+    hello = wire.Hello(
+        v=wire.VERSION,
+        protocol=wire.PROTOCOL,
+        slots=slots,
+        owner="h:1:x",
+        tasks=[wire.TaskSpec(name=FETCH_TASK, version="1", timeout=60.0)],
+        capabilities=capabilities,
+    )
+    row = PipelineRow(
+        id="p",
+        tags=(),
+        match_only=False,
+        slots=slots,
+        created_at=0.0,
+        token_rotated_at=0.0,
+        draining=False,
+        connected_at=None,
+        server=None,
+        last_checkin=None,
+        client_version=None,
+        in_use=0,
+        disk_free=None,
+        disk_total=None,
+    )
+    return Routing(hello, row)

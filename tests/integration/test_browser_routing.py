@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from tests.integration.helpers import fetch_routing
 from trawl.crawl import operations
 from trawl.crawl.app import make_app
 from trawl.crawl.operations import CrawlSpec
@@ -19,9 +20,7 @@ from trawl.crawl.rules import make_rule
 from trawl.crawl.urls import page_id
 from trawl.model import wire
 from trawl.model.errors import InvalidInput
-from trawl.model.records import PipelineRow
 from trawl.model.states import Outcome
-from trawl.server.pipelines.routing import Routing
 from trawl.store.crawls import FETCH_TASK
 from trawl.store.store import Store
 
@@ -49,42 +48,14 @@ def test_a_fetcher_without_a_browser_is_deferred_from_browser_pages(store: Store
     assert taken.action == "fetch"
 
 
-def _routing(capabilities: list[str]) -> Routing:
-    hello = wire.Hello(
-        v=wire.VERSION,
-        protocol=wire.PROTOCOL,
-        slots=4,
-        owner="h:1:x",
-        tasks=[wire.TaskSpec(name=FETCH_TASK, version="1", timeout=60.0)],
-        capabilities=capabilities,
-    )
-    row = PipelineRow(
-        id="p",
-        tags=(),
-        match_only=False,
-        slots=4,
-        created_at=0.0,
-        token_rotated_at=0.0,
-        draining=False,
-        connected_at=None,
-        server=None,
-        last_checkin=None,
-        client_version=None,
-        in_use=0,
-        disk_free=None,
-        disk_total=None,
-    )
-    return Routing(hello, row)
-
-
 def test_a_browser_crawl_is_routed_only_to_pipelines_with_a_browser(store: Store) -> None:
     plain_id = _crawl(store, Options())
     browser_id = operations.create(
         store, CrawlSpec(seeds=("http://b.test/",), options=Options(browser=True))
     )
     crawls = [operations.get(store, plain_id), operations.get(store, browser_id)]
-    assert _routing([]).crawls(crawls) == [plain_id]
-    assert sorted(_routing(["browser"]).crawls(crawls)) == [plain_id, browser_id]
+    assert fetch_routing([]).crawls(crawls) == [plain_id]
+    assert sorted(fetch_routing(["browser"]).crawls(crawls)) == [plain_id, browser_id]
 
 
 def test_a_pipeline_cannot_record_payloads_of_another_crawl() -> None:

@@ -42,6 +42,7 @@ from trawl.model.limits import Limit
 from trawl.model.records import AttemptResult, ClaimedJob, CommitReport, PipelineRow, TaskInfo
 from trawl.runtime.backend import commit_and_claim
 from trawl.server.pipelines.effects import BadAttempt, CustomDecoder, attempt_result
+from trawl.server.pipelines.routed import RoutedCrawls
 from trawl.server.pipelines.routing import Routing, limit
 from trawl.server.stores import Stores
 from trawl.store.crawls import FETCH_TASK
@@ -74,6 +75,7 @@ class PipelineSession(Session):
         # wait together are answered in one transaction or query, as a worker's own are.
         self._plans = Batcher(self._begin_many, f"gate of pipeline {self.row.id}")
         self._payloads = payload_batcher()
+        self._routed = RoutedCrawls()  # the crawls its claims take pages of
         infos, limits = _registrations(self.spec.tasks)
         await self.stores.run(partial(_register, infos=infos, limits=limits))
         await self._supersede()
@@ -236,22 +238,22 @@ class PipelineSession(Session):
         room = limit - len(batch.jobs)
         if room <= 0:
             return lambda: batch
-        with store.read():
-            crawls = store.crawls.all()
+        routed = self._routed.of(store, routing)
         pages: list[ClaimedJob] = []
         if routing.pinned is not None:
             held = store.queues.held_pages(FETCH_TASK, self.owner, routing.pinned)
             free = max(0, routing.pinned_slots - held)
             timeout = routing.fetch.timeout
             pages = store.claim_pages(
-                FETCH_TASK, routing.pinned_crawl(crawls), timeout, min(room, free), self.owner
+                FETCH_TASK, routed.pinned, timeout, min(room, free), self.owner
             )
             if not pages and routing.lock == "finished" and held == 0:
                 self._unpin_finished(store, routing.pinned)
             room -= free
         if room > 0:
-            routed = routing.crawls(crawls)
-            pages += store.claim_pages(FETCH_TASK, routed, routing.fetch.timeout, room, self.owner)
+            pages += store.claim_pages(
+                FETCH_TASK, routed.crawls, routing.fetch.timeout, room, self.owner
+            )
         leased = engine_claim.ClaimBatch(jobs=batch.jobs + pages, wake_at=batch.wake_at)
         return lambda: leased
 
