@@ -152,20 +152,23 @@ def trawl(db: str, root: str, work: Path, *extra: str, binary: Path = TRAWL) -> 
         *extra,
     ]
     row = measured(args, work / "trawl.log", database=None if db.startswith("sqlite") else db)
-    row["pages"] = _pages(db, binary)
+    row["pages"], row["status"] = _pages(db, binary)
     return row
 
 
-def _pages(db: str, binary: Path) -> int:
-    """Pages the last crawl in *db* fetched (done or failed), as `trawl crawl list` says."""
+def _pages(db: str, binary: Path) -> tuple[int, str]:
+    """Pages the last crawl in *db* fetched (done or failed), as `trawl crawl list` says,
+    and its status: a crawl whose command exited before it was FINISHED is a bug, not a
+    faster row (a remote worker once exited with a host's last pages still queued)."""
     out = subprocess.run(
         [str(binary), "--db", db, "crawl", "list", "--json"],
         capture_output=True,
         text=True,
         check=True,
     )
-    pages = json.loads(out.stdout)["crawls"][-1]["pages"]
-    return int(pages["done"] + pages["failed"])
+    crawl = json.loads(out.stdout)["crawls"][-1]
+    pages = crawl["pages"]
+    return int(pages["done"] + pages["failed"]), str(crawl["status"])
 
 
 def wget(root: str, work: Path) -> dict[str, float]:
@@ -292,7 +295,7 @@ def remote(db: str, root: str, work: Path, binary: Path = TRAWL) -> dict[str, fl
     finally:
         tracker.terminate()
         tracker.wait()
-    row["pages"] = _pages(db, binary)
+    row["pages"], row["status"] = _pages(db, binary)
     return row
 
 
@@ -358,6 +361,12 @@ def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[
                 pg.drop(db)
         rows.append(_rated({"system": system, "site_pages": size, **row}))
         print(_line(rows[-1]), flush=True)
+        if rows[-1].get("status", "FINISHED") != "FINISHED":
+            print(
+                f"{system}: its crawl is {rows[-1]['status']}, not FINISHED, after the command"
+                " exited: the row is not comparable",
+                file=sys.stderr,
+            )
     return rows
 
 
@@ -442,6 +451,10 @@ def main() -> int:
     (HERE / "results" / "crawl-latest.json").write_text(
         json.dumps({"meta": meta, "rows": rows}, indent=1)
     )
+    unfinished = [r["system"] for r in rows if r.get("status", "FINISHED") != "FINISHED"]
+    if unfinished:
+        print(f"crawls not finished: {', '.join(map(str, unfinished))}", file=sys.stderr)
+        return 1
     return 0
 
 
