@@ -3,7 +3,10 @@ mnbot's dequeue behaviours, spoken through the protocol."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+import pytest
 
 from tests.live.helpers import run
 from tests.pipelines.conftest import Tracker, join, task_spec
@@ -12,7 +15,7 @@ from trawl.crawl.app import make_app
 from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
 from trawl.store import migrate
-from trawl.store.crawls import FETCH_TASK
+from trawl.store.crawls import FETCH_TASK, CrawlTables
 from trawl.store.store import Store
 
 FETCH = [task_spec(FETCH_TASK, ("trawl.page",), timeout=60)]
@@ -219,6 +222,41 @@ def test_a_pin_until_finished_overrides_routing_then_lifts(tracker: Tracker) -> 
     run(main)
     with Store(tracker.db) as store:
         assert store.pipelines.require("p1").crawl is None
+
+
+def test_a_pinned_crawl_waiting_on_its_hosts_is_not_counted_at_every_claim(
+    tracker: Tracker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its pages deferred (as the gate defers a page whose host is not ready), the pinned
+    # crawl has nothing to claim: each empty claim asked whether it had finished, a count
+    # of all its pages (28 s at 10 million pages).
+    pinned = crawl(tracker.db, "pinned")
+    tracker.pipeline("p1")
+    with Store(tracker.db) as store:
+        store.pipelines.pin("p1", pinned)
+    counted: list[int] = []
+    counts = CrawlTables.counts
+
+    def counting(tables: CrawlTables, crawl_id: int) -> list[tuple[str, bool, str | None, int]]:
+        counted.append(crawl_id)
+        return counts(tables, crawl_id)
+
+    monkeypatch.setattr(CrawlTables, "counts", counting)
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1", tasks=FETCH)
+        jobs = (await raw.ok("claim", {"limit": 5}))["jobs"]
+        later = time.time() + 3600
+        deferred = [{**_released(j), "outcome": "deferred", "defer_until": later} for j in jobs]
+        assert (await raw.ok("claim", {"limit": 5, "results": deferred}))["jobs"] == []
+        for _ in range(5):
+            assert (await raw.ok("claim", {"limit": 5}))["jobs"] == []
+        await raw.ws.close()
+
+    run(main)
+    assert counted == [pinned], "counted once, not at each of six empty claims"
+    with Store(tracker.db) as store:
+        assert store.pipelines.require("p1").crawl == pinned  # not finished: still pinned
 
 
 def test_a_pin_forever_stays_after_its_crawl_finishes(tracker: Tracker) -> None:

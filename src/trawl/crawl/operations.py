@@ -273,6 +273,14 @@ def progress(
     )
 
 
+def status(store: Store, crawl_id: int) -> str:
+    """The crawl's status alone: its pages counted by state, none of the rest
+    :func:`progress` reads."""
+    with store.read():
+        crawl = get(store, crawl_id)
+        return status_of(crawl, tally(store.crawls.counts(crawl_id)))
+
+
 def summary(crawl: CrawlRow, rows: list[tuple[str, bool, str | None, int]]) -> Progress:
     """Progress from page counts read elsewhere (the cached gauges): states and status
     only, by the same rules as :func:`progress`."""
