@@ -361,13 +361,19 @@ def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[
                 pg.drop(db)
         rows.append(_rated({"system": system, "site_pages": size, **row}))
         print(_line(rows[-1]), flush=True)
-        if rows[-1].get("status", "FINISHED") != "FINISHED":
+        if _unfinished(rows[-1]):
             print(
                 f"{system}: its crawl is {rows[-1]['status']}, not FINISHED, after the command"
                 " exited: the row is not comparable",
                 file=sys.stderr,
             )
     return rows
+
+
+def _unfinished(row: dict[str, Any]) -> bool:
+    """A trawl row whose crawl was not FINISHED when its command exited (other systems
+    record no status)."""
+    return row.get("status", "FINISHED") != "FINISHED"
 
 
 # The rows a --before checkout can run (the others run options it may not have had).
@@ -451,7 +457,7 @@ def main() -> int:
     (HERE / "results" / "crawl-latest.json").write_text(
         json.dumps({"meta": meta, "rows": rows}, indent=1)
     )
-    unfinished = [r["system"] for r in rows if r.get("status", "FINISHED") != "FINISHED"]
+    unfinished = [r["system"] for r in rows if _unfinished(r)]
     if unfinished:
         print(f"crawls not finished: {', '.join(map(str, unfinished))}", file=sys.stderr)
         return 1

@@ -45,7 +45,6 @@ class RoutedCrawls:
             return cached[2]
         with store.read():
             rows = store.crawls.all()
-        pinned = routing.pinned_crawl(rows) if routing.pinned is not None else []
-        routed = Routed(pinned=pinned, crawls=routing.crawls(rows))
+        routed = Routed(pinned=routing.pinned_crawl(rows), crawls=routing.crawls(rows))
         self._cached = (routing, now, routed)
         return routed

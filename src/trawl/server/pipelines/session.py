@@ -274,8 +274,8 @@ class PipelineSession(Session):
         except operations.CrawlNotFound:
             finished = True
         finally:
-            took = time.monotonic() - started
-            self._unpin_after = time.monotonic() + max(UNPIN_EVERY, 10 * took)
+            ended = time.monotonic()
+            self._unpin_after = ended + max(UNPIN_EVERY, 10 * (ended - started))
         if finished:
             row = store.pipelines.pin(self.row.id, None)
             self.row, self.routing = row, Routing(self.spec, row)
