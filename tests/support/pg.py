@@ -166,11 +166,15 @@ def with_database(url: str, name: str) -> str:
     return f"{base}/{name}"
 
 
-def create_database(admin_url: str, name: str, template: str | None = None) -> str:
+def create_database(
+    admin_url: str, name: str, template: str | None = None, *, options: str = ""
+) -> str:
+    """A new database *name* (dropped first if it exists); *options* go after the
+    template in CREATE DATABASE (a locale, say)."""
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         suffix = f' TEMPLATE "{template}"' if template else ""
-        conn.execute(f'CREATE DATABASE "{name}"{suffix}')
+        conn.execute(f'CREATE DATABASE "{name}"{suffix} {options}')
     return with_database(admin_url, name)
 
 

@@ -65,10 +65,12 @@ _CREATE_SQLITE = (
     f"CREATE TEMP TABLE {_MADE} (n INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,"
     " detail TEXT NOT NULL)",
 )
+# Ids compare as in trawl's tables (schema.Text): byte by byte, whatever the database's
+# collation, so a batch's DISTINCT ON and ORDER BY sort the way the indexes take them.
 _CREATE_POSTGRES = (
-    f"CREATE TEMP TABLE {_STAGE} (n bigint PRIMARY KEY, id text NOT NULL, data text NOT NULL,"
-    " niceness integer, tags text NOT NULL, detail text NOT NULL)",
-    f"CREATE TEMP TABLE {_MADE} (n bigint, id text, detail text) ON COMMIT DELETE ROWS",
+    f'CREATE TEMP TABLE {_STAGE} (n bigint PRIMARY KEY, id text COLLATE "C" NOT NULL,'
+    " data text NOT NULL, niceness integer, tags text NOT NULL, detail text NOT NULL)",
+    f'CREATE TEMP TABLE {_MADE} (n bigint, id text COLLATE "C", detail text) ON COMMIT DELETE ROWS',
 )
 _DROP_POSTGRES = (f"DROP TABLE IF EXISTS pg_temp.{_MADE}", f"DROP TABLE IF EXISTS pg_temp.{_STAGE}")
 
