@@ -88,7 +88,7 @@ def test_a_plan_that_waited_for_the_host_counts_the_slots_taken_meanwhile(
     """The slots in use are read once the host's row is granted: a plan queued behind
     another process's transaction sees the slots that transaction took, and does not go
     past the host's two."""
-    host_key, crawl_key = "host:a.test", f"crawl:{crawl_id}"
+    keys = ("host:a.test", f"crawl:{crawl_id}")
     with store.write():
         store.crawls.host("a.test")  # the row exists, as it does once a host was seen
     plans: list[Plan] = []
@@ -99,8 +99,10 @@ def test_a_plan_that_waited_for_the_host_counts_the_slots_taken_meanwhile(
 
     with store.write(soft=True):
         store.crawls.host("a.test")  # locked on PostgreSQL; SQLite's writer lock is held
-        for url in PAGES[:2]:
-            store.crawls.take([host_key, crawl_key], page_id(crawl_id, url), 1, clock.now + 60)
+        until = clock.now + 60
+        store.crawls.take(
+            [(key, page_id(crawl_id, url), 1, until) for url in PAGES[:2] for key in keys]
+        )
         planner = threading.Thread(target=other_process)
         planner.start()
         time.sleep(0.5)  # the planner is waiting for this transaction by now

@@ -93,7 +93,9 @@ class Ask:
 
 class _Tables:
     """The gate's reads within one transaction, each row read once: the crawl, and on
-    SQLite a host's row and the slots in use, which this transaction's takes raise."""
+    SQLite a host's row and the slots in use, which this transaction's takes raise. Its
+    writes (a host's next start, the slots taken) are kept here and go in :meth:`flush`,
+    one statement for all the slots and one a host, however many plans took them."""
 
     def __init__(self, t: CrawlTables, known_hosts: set[str]) -> None:
         self.t = t
@@ -105,6 +107,8 @@ class _Tables:
         self._hosts: dict[str, tuple[float, float | None, int]] = {}
         self._held: dict[str, int] = {}
         self._running: dict[tuple[str, int], bool] = {}
+        self._next: dict[str, float] = {}  # host -> its next start, to write
+        self._taken: list[tuple[str, str, int, float]] = []  # (key, item, attempt, until)
 
     def crawl(self, crawl_id: int) -> CrawlRow | None:
         if crawl_id not in self._crawls:
@@ -135,12 +139,20 @@ class _Tables:
     def set_next(self, host: str, next_at: float) -> None:
         _, blocked, errors = self._hosts[host]
         self._hosts[host] = (next_at, blocked, errors)
-        self.t.set_next(host, next_at)
+        self._next[host] = next_at
 
     def take(self, keys: tuple[str, str], item_id: str, attempt: int, until: float) -> None:
         for key in keys:
             self._held[key] += 1
-        self.t.take(list(keys), item_id, attempt, until)
+            self._taken.append((key, item_id, attempt, until))
+
+    def flush(self) -> None:
+        """Write what the plans decided (every read since came from this object, which
+        already counts it)."""
+        for host, next_at in self._next.items():
+            self.t.set_next(host, next_at)
+        self.t.take(self._taken)
+        self._next, self._taken = {}, []
 
 
 class Gate:
@@ -200,6 +212,7 @@ class Gate:
                 if isinstance(planned, _Wanted) and not postgres:
                     planned = self._reserve(view, now, planned)
                 made.append(planned)
+            view.flush()
             wanted = [w for w in made if isinstance(w, _Wanted)]
             if wanted:  # PostgreSQL: reserved by the server, read after the COMMIT
                 tables.lock_hosts(list({w.host for w in wanted}), known=self._hosts)
