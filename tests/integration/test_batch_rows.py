@@ -94,10 +94,11 @@ def test_links_payloads_and_slots_go_in_one_statement_each(store: Store, crawl_i
     slots = [
         (key, f"page:{n}", 1, 1000.5 + n) for n in range(12) for key in ("host:a.test", "crawl:1")
     ]
+    again = [(key, item, 0, 1.0) for key, item, _, _ in slots[:2]]  # then taken as given
     with runs_at_sqlite(store) as runs, store.write():
         store.crawls.add_links(crawl_id, links)
         store.crawls.add_payloads(payloads)
-        store.crawls.take(slots)
+        store.crawls.take(again + slots)
     if store.is_sqlite:
         for table in ("crawl_links", "crawl_payloads", "crawl_slots"):
             assert len(_inserts(runs, table)) == 1, table
