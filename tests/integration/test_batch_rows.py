@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.integration.helpers import sql_statements
 from trawl.crawl import operations
 from trawl.crawl.app import make_app
 from trawl.model.records import NewItem
@@ -28,14 +29,16 @@ def crawl_id(store: Store) -> int:
 
 
 @contextmanager
-def runs_at_sqlite(store: Store) -> Iterator[list[str]]:
-    """Each statement SQLite runs (an executemany runs its statement once a row); on
-    PostgreSQL nothing is collected."""
+def statement_runs(store: Store) -> Iterator[list[str]]:
+    """Each statement the database runs: on SQLite from its trace callback (an executemany
+    runs its statement once a row, which the statements sent would not show), on PostgreSQL
+    each statement sent."""
+    if not store.is_sqlite:
+        with sql_statements() as sent:
+            yield sent
+        return
     runs: list[str] = []
     raw = store.db._raw
-    if not store.is_sqlite:
-        yield runs
-        return
     raw.set_trace_callback(runs.append)
     try:
         yield runs
@@ -74,10 +77,9 @@ def test_a_commits_attempts_are_stored_field_for_field_in_one_statement(
         }
         for n in range(20)
     ]
-    with runs_at_sqlite(store) as runs, store.write():
+    with statement_runs(store) as runs, store.write():
         store.crawls.add_attempts(rows)
-    if store.is_sqlite:
-        assert len(_inserts(runs, "crawl_attempts")) == 1
+    assert len(_inserts(runs, "crawl_attempts")) == 1
     columns = list(rows[0])
     with store.read():
         stored = store.db.fetch(f"SELECT {', '.join(columns)} FROM crawl_attempts ORDER BY attempt")
@@ -95,13 +97,12 @@ def test_links_payloads_and_slots_go_in_one_statement_each(store: Store, crawl_i
         (key, f"page:{n}", 1, 1000.5 + n) for n in range(12) for key in ("host:a.test", "crawl:1")
     ]
     again = [(key, item, 0, 1.0) for key, item, _, _ in slots[:2]]  # then taken as given
-    with runs_at_sqlite(store) as runs, store.write():
+    with statement_runs(store) as runs, store.write():
         store.crawls.add_links(crawl_id, links)
         store.crawls.add_payloads(payloads)
         store.crawls.take(again + slots)
-    if store.is_sqlite:
-        for table in ("crawl_links", "crawl_payloads", "crawl_slots"):
-            assert len(_inserts(runs, table)) == 1, table
+    for table in ("crawl_links", "crawl_payloads", "crawl_slots"):
+        assert len(_inserts(runs, table)) == 1, table
     with store.read():
         hops = {
             (p, c): h for p, c, h in store.db.fetch("SELECT parent, child, hops FROM crawl_links")
@@ -115,10 +116,9 @@ def test_links_payloads_and_slots_go_in_one_statement_each(store: Store, crawl_i
     assert sorted(held) == sorted(slots)
 
     done = [(f"page:{n}", 1) for n in range(0, 12, 2)] + [("page:1", 2)]  # not its attempt
-    with runs_at_sqlite(store) as runs, store.write():
+    with statement_runs(store) as runs, store.write():
         store.crawls.release_many(done)
-    if store.is_sqlite:
-        assert len([sql for sql in runs if sql.lstrip().upper().startswith("DELETE")]) == 1
+    assert len([sql for sql in runs if sql.lstrip().upper().startswith("DELETE")]) == 1
     with store.read():
         left = {row[0] for row in store.db.fetch("SELECT item_id FROM crawl_slots")}
     assert left == {f"page:{n}" for n in range(1, 12, 2)}
@@ -131,10 +131,10 @@ def test_new_items_keep_their_data_and_first_tags_in_one_statement_a_table(store
         for n in range(25)
     ]
     new.append(NewItem(id="item-3", tags=(("other", None),)))  # a duplicate id: first wins
-    with runs_at_sqlite(store) as runs, store.write():
+    with statement_runs(store) as runs, store.write():
         created = bulk.add_items(store.db, new, 1795836663.25, "tester")
     assert created == [f"item-{n}" for n in range(25)]
-    if store.is_sqlite:
+    if store.is_sqlite:  # (PostgreSQL writes items and their aliases in one statement)
         for table in ("items", "aliases", "tags"):
             assert len(_inserts(runs, table)) == 1, table
     item = store.get_item("item-3")
@@ -147,7 +147,7 @@ def test_new_items_keep_their_data_and_first_tags_in_one_statement_a_table(store
 
 
 def test_nothing_to_write_sends_nothing(store: Store, crawl_id: int) -> None:
-    with runs_at_sqlite(store) as runs, store.write():
+    with statement_runs(store) as runs, store.write():
         store.crawls.take([])
         store.crawls.release_many([])
         store.crawls.add_links(crawl_id, [])

@@ -164,39 +164,25 @@ _NICE = q(
     f" AND item_id IN ({_CRAWL_ITEMS})"
 )
 
-_INSERT_ATTEMPT = q(
-    "INSERT INTO crawl_attempts (crawl_id, url, attempt, ruleset, host, started_at, elapsed,"
-    " outcome, status_code, location, content_type, size, outlinks, outlinks_cut, error,"
-    " digest, warc_file, warc_offset, warc_length, subrequests, screenshot_file,"
-    " screenshot_offset, screenshot_length, script_result) VALUES (:crawl_id, :url, :attempt,"
-    " :ruleset, :host, :started_at, :elapsed, :outcome, :status_code, :location,"
-    " :content_type, :size, :outlinks, :outlinks_cut, :error, :digest, :warc_file,"
-    " :warc_offset, :warc_length, :subrequests, :screenshot_file, :screenshot_offset,"
-    " :screenshot_length, :script_result)"
-)
 _ATTEMPT_COLUMNS = (
     "crawl_id, url, attempt, ruleset, host, started_at, elapsed, outcome, status_code,"
     " location, content_type, size, outlinks, outlinks_cut, error, digest, warc_file,"
     " warc_offset, warc_length, subrequests, screenshot_file, screenshot_offset,"
     " screenshot_length, script_result"
 )
+_ATTEMPT_FIELDS = tuple(name.strip() for name in _ATTEMPT_COLUMNS.split(","))
 _INSERT_ATTEMPTS_SQLITE = q(
     f"INSERT INTO crawl_attempts ({_ATTEMPT_COLUMNS}) SELECT "
-    + ", ".join(f"value ->> {n}" for n in range(_ATTEMPT_COLUMNS.count(",") + 1))
+    + ", ".join(f"value ->> {n}" for n in range(len(_ATTEMPT_FIELDS)))
     + " FROM json_each(:rows)"
 )
 _INSERT_ATTEMPTS_POSTGRES = q(
     f"INSERT INTO crawl_attempts ({_ATTEMPT_COLUMNS}) SELECT {_ATTEMPT_COLUMNS}"
     " FROM json_populate_recordset(NULL::crawl_attempts, CAST(:rows AS json))"
 )
-_ATTEMPT_FIELDS = tuple(name.strip() for name in _ATTEMPT_COLUMNS.split(","))
 # What an attempt not rendered in a browser records of it: nothing.
 _BROWSER_FIELDS = dict.fromkeys(
     ("subrequests", "screenshot_file", "screenshot_offset", "screenshot_length", "script_result")
-)
-_INSERT_PAYLOAD = q(
-    "INSERT INTO crawl_payloads (crawl_id, digest, url, date) VALUES (:crawl, :digest, :url,"
-    " :date) ON CONFLICT DO NOTHING"
 )
 _INSERT_PAYLOADS_SQLITE = q(
     "INSERT INTO crawl_payloads (crawl_id, digest, url, date) SELECT value ->> 0, value ->> 1,"
@@ -512,7 +498,7 @@ class CrawlTables:
     # -- attempts and payloads ------------------------------------------------------------
 
     def add_attempt(self, row: dict[str, Any]) -> None:
-        self.db.send(_INSERT_ATTEMPT, _BROWSER_FIELDS | row)
+        self.add_attempts([row])
 
     def add_attempts(self, rows: Sequence[dict[str, Any]]) -> None:
         if not rows:
@@ -530,8 +516,7 @@ class CrawlTables:
         bulk.add_items(self.db, items, now, creator)
 
     def add_payload(self, crawl_id: int, digest: str, url: str, date: str) -> None:
-        params = {"crawl": crawl_id, "digest": digest, "url": url, "date": date}
-        self.db.send(_INSERT_PAYLOAD, params)
+        self.add_payloads([(crawl_id, digest, url, date)])
 
     def add_payloads(self, rows: Sequence[tuple[int, str, str, str]]) -> None:
         """(crawl, digest, url, date) first copies; of one digest the first is kept."""
