@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 DELAY = 0.25
 DEPTH = 4
+SLOW = 0.4
 
 
 @pytest.fixture
@@ -32,7 +33,9 @@ def procs(tmp_path: Path) -> Iterator[Procs]:
     yield from running(tmp_path / "procs")
 
 
-def crawler(procs: Procs, port: int, pipeline: str, token: str, warcs: Path) -> Proc:
+def crawler(
+    procs: Procs, port: int, pipeline: str, token: str, warcs: Path, concurrency: int = 6
+) -> Proc:
     procs.env["TRAWL_PIPELINE_TOKEN"] = token
     try:
         return procs.trawl(
@@ -45,7 +48,7 @@ def crawler(procs: Procs, port: int, pipeline: str, token: str, warcs: Path) -> 
             "--warc-dir",
             str(warcs),
             "--concurrency",
-            "6",
+            str(concurrency),
             "--no-progress",
             name=f"crawler-{pipeline}",
         )
@@ -64,8 +67,15 @@ def test_two_pipelines_crawl_one_site_with_exact_depth_and_global_politeness(
     # 68 pages within the depth and 22 a link beyond it, on 2 hosts (12 of the 68 scripted)
     site = random_graph(100, seed=7, out_degree=3)
     pages = list(site.pages)
-    script = Script(  # some pages answer 503 once, some drop their connection once
-        fail=dict.fromkeys(pages[5:60:7], 1), reset=dict.fromkeys(pages[8:80:9], 1)
+    # Some pages answer 503 once, some drop their connection once. Every answer takes
+    # SLOW, so a pipeline of 2 slots fetches at most 2 / SLOW pages a second, fewer than
+    # the 2 / DELAY the hosts allow: both pipelines have work, however the claims race.
+    # (With 6 fast slots either pipeline alone kept both hosts at their delay, and on a
+    # slow machine the other one, claiming a second later, once found nothing all crawl.)
+    script = Script(
+        fail=dict.fromkeys(pages[5:60:7], 1),
+        reset=dict.fromkeys(pages[8:80:9], 1),
+        latency=SLOW,
     )
     port = pg.free_port()
     tokens = {name: create_pipeline(procs, db_url, name) for name in ("p1", "p2")}
@@ -74,7 +84,7 @@ def test_two_pipelines_crawl_one_site_with_exact_depth_and_global_politeness(
         crawl_id = site_crawl.create(db_url, server, depth=DEPTH, options=options)
         serve(procs, db_url, port)
         workers = [
-            crawler(procs, port, name, tokens[name], tmp_path / f"warc-{name}")
+            crawler(procs, port, name, tokens[name], tmp_path / f"warc-{name}", concurrency=2)
             for name in ("p1", "p2")
         ]
         # Polled slowly: the site's server is a thread of this process, and a busy poll
