@@ -107,7 +107,7 @@ class _Tables:
         self._hosts: dict[str, tuple[float, float | None, int]] = {}
         self._held: dict[str, int] = {}
         self._running: dict[tuple[str, int], bool] = {}
-        self._next: dict[str, float] = {}  # host -> its next start, to write
+        self._moved: set[str] = set()  # hosts whose next start (in _hosts) is to write
         self._taken: list[tuple[str, str, int, float]] = []  # (key, item, attempt, until)
 
     def crawl(self, crawl_id: int) -> CrawlRow | None:
@@ -139,7 +139,7 @@ class _Tables:
     def set_next(self, host: str, next_at: float) -> None:
         _, blocked, errors = self._hosts[host]
         self._hosts[host] = (next_at, blocked, errors)
-        self._next[host] = next_at
+        self._moved.add(host)
 
     def take(self, keys: tuple[str, str], item_id: str, attempt: int, until: float) -> None:
         for key in keys:
@@ -149,10 +149,10 @@ class _Tables:
     def flush(self) -> None:
         """Write what the plans decided (every read since came from this object, which
         already counts it)."""
-        for host, next_at in self._next.items():
-            self.t.set_next(host, next_at)
+        for host in self._moved:
+            self.t.set_next(host, self._hosts[host][0])
         self.t.take(self._taken)
-        self._next, self._taken = {}, []
+        self._moved, self._taken = set(), []
 
 
 class Gate:
