@@ -28,6 +28,7 @@ from tests.integration.helpers import (
 )
 from trawl.model.errors import DatabaseUnavailable, TrawlError
 from trawl.model.records import NewItem
+from trawl.store import staging
 from trawl.store.store import Store
 
 TASKS = [
@@ -115,6 +116,15 @@ def test_staged_items_are_written_as_add_items_writes_them(store: Store, seed: i
     pool = [f"id:{n}" for n in range(12)]
     assert state(store, "b:", iter(pool)) == state(store, "a:", iter(pool))
     assert journal_of(store, seq, "b:") == journal_of(store, seq, "a:")
+
+
+def test_items_are_staged_alike_when_the_tags_encoded_are_forgotten_often(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stage encodes each set of tags once, in a bounded cache: emptied every second
+    set, the rows (tags, journal details) are still the ones add_items writes."""
+    monkeypatch.setattr(staging, "_ENCODED_MAX", 2)
+    test_staged_items_are_written_as_add_items_writes_them(store, seed=7)
 
 
 def test_items_are_journaled_in_the_order_staged_and_the_first_of_an_id_wins(

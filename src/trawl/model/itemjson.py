@@ -32,18 +32,34 @@ def tags_from_json(value: Any) -> Tags:
     if isinstance(value, dict):
         pairs: Iterable[tuple[Any, Any]] = value.items()
     elif isinstance(value, list):
-        if all(type(entry) is str for entry in value):  # names only: the common form
-            return tuple([(_checked_tag(name), None) for name in value])
+        try:  # a list of names seen before, checked then: the common form, by far
+            known = _LISTS_SEEN.get(tuple(value))
+        except TypeError:  # an entry is a list or an object: not one of them
+            known = None
+        if known is not None:
+            return known
+        if all(type(entry) is str for entry in value):  # names only
+            return _seen_list(tuple([(_checked_tag(name), None) for name in value]))
         pairs = [_tag_pair(entry) for entry in value]
     else:
         raise InvalidInput(f'"tags" must be a list or an object, got {_kind(value)}')
     return tuple([(_checked_tag(name), _tag_value(name, v)) for name, v in pairs])
 
 
-# A file of a million items names a handful of tags: each name is checked once. Bounded,
-# so a file of ever new names costs memory no more than the check costs time.
+# A file of a million items names a handful of tags: each name is checked once, and each
+# list of names once (a list's entries are compared, and a name never equals a non-name, so
+# only a list all of whose names passed is found). Bounded, so a file of ever new names
+# costs memory no more than the check costs time.
 _TAGS_SEEN: set[str] = set()
 _TAGS_SEEN_MAX = 10_000
+_LISTS_SEEN: dict[tuple[str, ...], Tags] = {}
+
+
+def _seen_list(tags: Tags) -> Tags:
+    if len(_LISTS_SEEN) >= _TAGS_SEEN_MAX:
+        _LISTS_SEEN.clear()
+    _LISTS_SEEN[tuple([name for name, _ in tags])] = tags
+    return tags
 
 
 def _checked_tag(name: Any) -> str:

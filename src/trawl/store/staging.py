@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import exc
 
 from trawl.model.errors import DatabaseUnavailable, TransientConflict, TrawlError
+from trawl.model.itemjson import Tags
 from trawl.model.records import NewItem
 from trawl.store import codec
 from trawl.store.connection import Database
@@ -48,6 +49,7 @@ log = logging.getLogger(__name__)
 RETRIES = 5
 RETRY_WAIT = 0.2  # seconds, times the attempt
 
+_ENCODED_MAX = 10_000  # sets of tags whose JSON a stage keeps
 _STAGE = "trawl_stage"  # the staged lines: n is the good line's index, from 0
 _MADE = "trawl_made"  # the items a batch created (emptied at each COMMIT)
 _COLUMNS: tuple[Column, ...] = (
@@ -189,6 +191,7 @@ class ItemStage:
         self.clock = clock
         self.created_by = created_by
         self.count = 0  # items staged
+        self._encoded: dict[Tags, tuple[str, str]] = {}
 
     def open(self) -> None:
         self._run(_DROP if self.db.is_sqlite else _DROP_POSTGRES)
@@ -212,10 +215,20 @@ class ItemStage:
 
     def row(self, item: NewItem) -> tuple[Any, ...]:
         """*item* as a staged row, the next in this stage's order."""
-        detail = codec.dumps({"created_by": self.created_by, "tags": dict(item.tags)})
-        data, tags = codec.dumps(item.data), codec.dumps(item.tags)
+        encoded = self._encoded.get(item.tags)
+        if encoded is None:
+            encoded = self._encode(item.tags)
         n, self.count = self.count, self.count + 1
-        return (n, item.id, data, item.niceness, tags, detail)
+        return (n, item.id, codec.dumps(item.data), item.niceness, *encoded)
+
+    def _encode(self, tags: Tags) -> tuple[str, str]:
+        """*tags* as staged: their JSON and the journal row's detail. A file names few sets
+        of tags, so each is encoded once (the cache is bounded for one that names many)."""
+        if len(self._encoded) >= _ENCODED_MAX:
+            self._encoded.clear()
+        detail = codec.dumps({"created_by": self.created_by, "tags": dict(tags)})
+        encoded = self._encoded[tags] = (codec.dumps(tags), detail)
+        return encoded
 
     def ranges(self, batch_size: int) -> Iterator[tuple[int, int]]:
         for first in range(0, self.count, batch_size):
