@@ -386,6 +386,47 @@ def test_a_lane_whose_sweep_took_a_while_claims_only_what_is_free_after_it(
     assert 1 < peak <= 12
 
 
+@pytest.mark.parametrize(("claim_when_free", "least"), [(0.25, 4), (0.5, 8), (1.0, 16)])
+def test_a_worker_claims_again_once_its_part_of_the_slots_is_free(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, claim_when_free: float, least: int
+) -> None:
+    """Claims (and the commits that ride with them) come in batches of at least the part
+    of the slots the worker waits for, however the attempts' ends are spread."""
+    app = trawl.App()
+
+    @app.task(tags=["product"])
+    async def price(ctx: trawl.Context) -> None:
+        await asyncio.sleep(0.002 * (ctx.data["n"] % 11))  # ends spread out
+
+    limits: list[int] = []
+    real = LocalLane.commit_and_claim
+
+    async def call(self: LocalLane, results: Any, limit: int, known: Any) -> Any:
+        if limit:
+            limits.append(limit)
+        return await real(self, results, limit, known)
+
+    monkeypatch.setattr(LocalLane, "commit_and_claim", call)
+    products(db_url, 200)
+    worker = Worker(
+        app, url=db_url, concurrency=16, exit_when_idle=True, claim_when_free=claim_when_free
+    )
+    assert asyncio.run(worker.run()) == 0
+    assert worker.stats.done == 200
+    assert limits[0] == 16  # the first claim, with nothing running, fills every slot
+    assert min(limits) >= least, limits
+    if claim_when_free < 1:
+        assert min(limits) < 16, limits  # not every claim waited for all the slots
+
+
+@pytest.mark.parametrize("value", [0, -0.5, 1.5])
+def test_the_part_of_the_slots_a_worker_claims_at_is_above_0_and_at_most_1(
+    db_url: str, value: float
+) -> None:
+    with pytest.raises(ValueError, match=f"claim_when_free must be in \\(0, 1\\], got {value}"):
+        Worker(trawl.App(), url=db_url, claim_when_free=value)
+
+
 def test_a_worker_needs_at_least_one_connection(db_url: str) -> None:
     with pytest.raises(ValueError, match="connections must be at least 1, got 0"):
         Worker(trawl.App(), url=db_url, connections=0)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 
 from trawl.crawl import operations, state
 from trawl.crawl.app import make_app
-from trawl.crawl.inflight import InFlight
+from trawl.crawl.inflight import SLOTS_PER_REQUEST, InFlight
 from trawl.crawl.operations import Progress
 from trawl.runtime.store_thread import StoreThread
 from trawl.runtime.worker import Worker
@@ -19,6 +19,13 @@ from trawl.store.store import SMALL_CACHE_MIB, Store
 OnProgress = Callable[[Progress], None]
 EVERY = 0.5
 EVERY_MAX = 5.0
+# `trawl crawl` runs SLOTS_PER_REQUEST (2) worker slots a request: a page waiting for its
+# turn at a request beside each page fetching. The worker claims again once half of its
+# slots are free, not the quarter a worker waits for: every request still has a page
+# ready, and claims, with the commits that ride with them, come in larger batches. With
+# two processes on PostgreSQL a 20,000-page crawl ran 13 % fewer transactions, and both
+# backends spent less CPU a page (CHANGELOG, issue 18).
+CLAIM_WHEN_FREE = 1 / SLOTS_PER_REQUEST
 
 
 async def run(
@@ -41,7 +48,14 @@ async def run(
     state.runtime().in_flight = InFlight(share)
     app = make_app(url, lease=lease)
     app.plugins.extend(plugins)
-    worker = Worker(app, url=url, concurrency=concurrency, grace=grace, poll=0.1)
+    worker = Worker(
+        app,
+        url=url,
+        concurrency=concurrency,
+        grace=grace,
+        poll=0.1,
+        claim_when_free=CLAIM_WHEN_FREE,
+    )
     watcher = StoreThread(Store(url, cache_mib=SMALL_CACHE_MIB))  # reads counts only
     working = asyncio.create_task(worker.run())
     try:

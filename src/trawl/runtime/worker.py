@@ -43,6 +43,8 @@ UPKEEP_EVERY = planner_stats.EVERY  # seconds between the backend's housekeeping
 # While too few slots are free to claim, finished attempts wait up to this long for others
 # to commit with: a batch costs one transaction, however many attempts it holds.
 GATHER = 0.02
+# A lane claims again once this part of its slots is free (so claims come in batches).
+CLAIM_WHEN_FREE = 0.25
 # An attempt cancelled (past its timeout, or at shutdown) has this long to end before the
 # worker stops waiting for it: a task that catches CancelledError and goes on would hold
 # its slot and its renewed lease for ever (its job never finishing, its crawl never done).
@@ -85,6 +87,7 @@ class Worker:
         clock: WorkerClock | None = None,
         backend: Backend | None = None,
         on_stop: Callable[[], Awaitable[None]] | None = None,
+        claim_when_free: float = CLAIM_WHEN_FREE,
     ) -> None:
         """``hooks``: the plugin hooks to fire (default: the app's plugins, as a worker).
         ``claim``: how to lease a batch (an actor's keyed claim). ``linger``: with
@@ -95,7 +98,11 @@ class Worker:
         claim and commit (default: the database at *url*; a remote pipeline's is a
         tracker server, runtime/remote.py). ``on_stop``: awaited on the worker's loop once
         nothing runs any more, to close what its tasks opened (a crawl's HTTP connections
-        and WARC files)."""
+        and WARC files). ``claim_when_free``: the part of a lane's slots that must be free
+        before it claims again (finished attempts commit with the claim): more, fewer and
+        larger transactions, for more slots left idle meanwhile."""
+        if not 0 < claim_when_free <= 1:
+            raise ValueError(f"claim_when_free must be in (0, 1], got {claim_when_free}")
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if connections < 1:
@@ -143,6 +150,7 @@ class Worker:
         )
         self.linger = linger
         self.connections = connections
+        self.claim_when_free = claim_when_free
         self._reserved = 0  # slots promised to claims in flight on any lane
         self._calls = 0  # lane calls (commit and/or claim) in flight
         self._next_sweep = 0.0
@@ -263,8 +271,9 @@ class Worker:
     async def _claim_loop(self, lane: Lane) -> None:
         """Until stopped: commit what finished and claim into the free slots, together.
 
-        Claims wait until a quarter of a lane's share of the slots is free, so they come in
-        batches; while too few are free, finished attempts are committed on their own. With
+        Claims wait until a quarter (``claim_when_free``) of a lane's share of the slots is
+        free, so they come in batches; while too few are free, finished attempts are
+        committed on their own. With
         several lanes each batch is at most its share, so one lane's batch runs while
         another's commit and claim are at the database (slots a claim in flight will fill
         are reserved, so the lanes never lease more than the free slots)."""
@@ -273,7 +282,7 @@ class Worker:
         while not self._stopping:
             slots = min(self.concurrency, self.backend.capacity() or self.concurrency)
             share = -(-slots // self.connections)
-            low_water = max(1, share // 4)
+            low_water = max(1, int(share * self.claim_when_free))
             free = slots - len(self._running) - self._reserved
             claiming = free >= low_water or not (self._running or self._reserved)
             if not claiming and not self._pending:
