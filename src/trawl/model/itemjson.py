@@ -32,14 +32,15 @@ def tags_from_json(value: Any) -> Tags:
     if isinstance(value, dict):
         pairs: Iterable[tuple[Any, Any]] = value.items()
     elif isinstance(value, list):
+        names = tuple(value)
         try:  # a list of names seen before, checked then: the common form, by far
-            known = _LISTS_SEEN.get(tuple(value))
+            known = _LISTS_SEEN.get(names)
         except TypeError:  # an entry is a list or an object: not one of them
             known = None
         if known is not None:
             return known
         if all(type(entry) is str for entry in value):  # names only
-            return _seen_list(tuple([(_checked_tag(name), None) for name in value]))
+            return _seen_list(names, tuple([(_checked_tag(name), None) for name in value]))
         pairs = [_tag_pair(entry) for entry in value]
     else:
         raise InvalidInput(f'"tags" must be a list or an object, got {_kind(value)}')
@@ -55,10 +56,10 @@ _TAGS_SEEN_MAX = 10_000
 _LISTS_SEEN: dict[tuple[str, ...], Tags] = {}
 
 
-def _seen_list(tags: Tags) -> Tags:
+def _seen_list(names: tuple[str, ...], tags: Tags) -> Tags:
     if len(_LISTS_SEEN) >= _TAGS_SEEN_MAX:
         _LISTS_SEEN.clear()
-    _LISTS_SEEN[tuple([name for name, _ in tags])] = tags
+    _LISTS_SEEN[names] = tags
     return tags
 
 

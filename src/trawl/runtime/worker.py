@@ -99,8 +99,8 @@ class Worker:
         tracker server, runtime/remote.py). ``on_stop``: awaited on the worker's loop once
         nothing runs any more, to close what its tasks opened (a crawl's HTTP connections
         and WARC files). ``claim_when_free``: the part of a lane's slots that must be free
-        before it claims again (finished attempts commit with the claim): more, fewer and
-        larger transactions, for more slots left idle meanwhile."""
+        before it claims again (finished attempts commit with the claim): a larger part
+        makes fewer, larger transactions and leaves more slots idle meanwhile."""
         if not 0 < claim_when_free <= 1:
             raise ValueError(f"claim_when_free must be in (0, 1], got {claim_when_free}")
         if concurrency < 1:
@@ -271,12 +271,12 @@ class Worker:
     async def _claim_loop(self, lane: Lane) -> None:
         """Until stopped: commit what finished and claim into the free slots, together.
 
-        Claims wait until a quarter (``claim_when_free``) of a lane's share of the slots is
-        free, so they come in batches; while too few are free, finished attempts are
-        committed on their own. With
-        several lanes each batch is at most its share, so one lane's batch runs while
-        another's commit and claim are at the database (slots a claim in flight will fill
-        are reserved, so the lanes never lease more than the free slots)."""
+        Claims wait until ``claim_when_free`` (a quarter, unless set) of a lane's share of
+        the slots is free, so they come in batches; while too few are free, finished
+        attempts are committed on their own. With several lanes each batch is at most its
+        share, so one lane's batch runs while another's commit and claim are at the
+        database (slots a claim in flight will fill are reserved, so the lanes never lease
+        more than the free slots)."""
         idle_delay = 0.01
         idle_since: float | None = None
         while not self._stopping:
