@@ -44,6 +44,11 @@ class Backend(Protocol):
         """A DB-API connection to *url*, no trawl in between (autocommit off on PostgreSQL)."""
         ...
 
+    def checkpoint(self) -> bool:
+        """Before a run that writes a lot: the server's dirty pages written out first, so
+        the run before does not leave it a checkpoint to pay for. False if not done."""
+        ...
+
 
 class SQLite:
     """SQLite files in WAL mode. ``synchronous=NORMAL`` (trawl's default, backend ``sqlite``)
@@ -87,6 +92,9 @@ class SQLite:
         finally:
             _remove_sqlite(path)
 
+    def checkpoint(self) -> bool:
+        return False  # each run has a file of its own, checkpointed as it closes
+
     def raw(self, url: str) -> sqlite3.Connection:
         conn = sqlite3.connect(sa.make_url(url).database or "", isolation_level=None)
         for pragma in self.pragmas:
@@ -119,6 +127,9 @@ class PostgreSQL:
         source = sa.make_url(url).database
         with self.server.database(prefix, template=source) as copy:
             yield copy
+
+    def checkpoint(self) -> bool:
+        return self.server.checkpoint()
 
     def raw(self, url: str) -> psycopg.Connection[Any]:
         dsn = sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)

@@ -27,7 +27,9 @@ class Plan:
     enqueue_single: int  # items added one call (one transaction) each
     # ``enqueue batch`` at scale (workloads/bulk.py): items in one file; None: not run.
     enqueue_large: int | None = None
-    large_runs: int = 1  # a run of it takes minutes: one, not ``runs``
+    large_runs: int = 1  # a run of it takes half a minute: one, not ``runs``
+    # ... except trawl against pgqueuer on PostgreSQL: this many rounds of a run each.
+    bulk_rounds: int = 4
     claim_sizes: tuple[int, ...]  # jobs present but not due; the first is the baseline
     claim_due: int = 1_000  # due jobs, kept at this number while claims run
     claim_limit: int = 100

@@ -38,10 +38,12 @@ async def measure(args: argparse.Namespace, conn: asyncpg.Connection) -> None:
             for _ in range(args.jobs):
                 await queries.enqueue("noop", None)
         return report(args.jobs, span.seconds)
-    with Span() as span:
+    # Its one connection is its one backend: the server's CPU for the run is that process's.
+    backend = await conn.fetchval("SELECT pg_backend_pid()")
+    with Span() as span, CpuSpan(backend) as cpu:
         await queries.enqueue(["noop"] * args.jobs, [None] * args.jobs, [0] * args.jobs)
     if args.workload == "enqueue-batch":
-        return report(args.jobs, span.seconds)
+        return report(args.jobs, span.seconds, cpu_s=cpu.client, server_cpu_s=cpu.server)
     qm = QueueManager(queries)
     sleep = args.workload == "sleep"
 
@@ -51,8 +53,6 @@ async def measure(args: argparse.Namespace, conn: asyncpg.Connection) -> None:
             await asyncio.sleep(0.01)
 
     limit = args.concurrency if args.concurrency >= 2 * args.batch else None
-    # Its one connection is its one backend: the server's CPU for the run is that process's.
-    backend = await conn.fetchval("SELECT pg_backend_pid()")
     with Span() as span, CpuSpan(backend) as cpu:
         await qm.run(
             dequeue_timeout=timedelta(seconds=0.2),

@@ -10,11 +10,12 @@ and ``Store.add_items`` with the whole list in-process. ``enqueue single`` is on
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from harness import raw, trawl_db, workers
@@ -90,13 +91,9 @@ def measure(
     add: Adder,
 ) -> Row:
     rates = []
-    items = [(f"bench:{n}", json.dumps({"n": n})) for n in range(count)]
+    items = bench_items(count)
     for i in range(plan.runs):
-        with backend.database("enqueue") as url:
-            trawl_db.prepare(url)
-            seconds = add(url, items)
-            _check(url, count)
-        rates.append(count / seconds)
+        rates.append(run_once(backend, count, items, add))
         say(
             f"  {system} {backend.name} {workload} ({variant}) run {i + 1}: "
             f"{rates[-1]:,.0f} items/s"
@@ -113,7 +110,21 @@ def measure(
     )
 
 
-def _check(url: str, count: int) -> None:
+def bench_items(count: int) -> list[tuple[str, str]]:
+    """The rows every enqueue row adds: (id, JSON data)."""
+    return [(f"bench:{n}", json.dumps({"n": n})) for n in range(count)]
+
+
+def run_once(backend: Backend, count: int, items: list[tuple[str, str]], add: Adder) -> float:
+    """Items per second of one run of *add* on a fresh, prepared database (checked after)."""
+    with backend.database("enqueue") as url:
+        trawl_db.prepare(url)
+        seconds = add(url, items)
+        check(url, count)
+    return count / seconds
+
+
+def check(url: str, count: int) -> None:
     store = Store(url)
     try:
         jobs = sum(c.queued for c in store.status())
@@ -127,18 +138,27 @@ def cli_adder(*options: str) -> Adder:
     """``trawl add --file`` with *options*, timed from its start to its exit."""
 
     def add(url: str, items: list[tuple[str, str]]) -> float:
-        with tempfile.TemporaryDirectory(prefix="trawl-bench-") as tmp:
-            path = Path(tmp) / "items.jsonl"
-            with path.open("w") as file:
-                for item_id, data in items:
-                    file.write(f'{{"id": "{item_id}", "tags": ["{TAG}"], "data": {data}}}\n')
-            trawl = str(workers.VENV_BIN / "trawl")
-            command = [trawl, "--db", url, "add", "--file", str(path), *options]
+        with items_file(items) as path:
             started = time.perf_counter()
-            subprocess.run(command, check=True, capture_output=True)
+            subprocess.run(add_command(url, path, *options), check=True, capture_output=True)
             return time.perf_counter() - started
 
     return add
+
+
+@contextlib.contextmanager
+def items_file(items: list[tuple[str, str]]) -> Iterator[Path]:
+    """*items* as the JSON Lines file ``trawl add --file`` reads, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="trawl-bench-") as tmp:
+        path = Path(tmp) / "items.jsonl"
+        with path.open("w") as file:
+            for item_id, data in items:
+                file.write(f'{{"id": "{item_id}", "tags": ["{TAG}"], "data": {data}}}\n')
+        yield path
+
+
+def add_command(url: str, path: Path, *options: str) -> list[str]:
+    return [str(workers.VENV_BIN / "trawl"), "--db", url, "add", "--file", str(path), *options]
 
 
 cli = cli_adder()
