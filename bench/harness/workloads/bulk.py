@@ -31,7 +31,7 @@ from harness.backends import Backend
 from harness.plan import Plan, human
 from harness.progress import say
 from harness.rows import Row, set_ratio
-from harness.workloads import enqueue, peers
+from harness.workloads import costs, enqueue, peers
 
 TRAWL = "trawl add --file"
 PEER = "one enqueue() call"
@@ -91,7 +91,7 @@ def _rounds(plan: Plan, backend: Backend, name: str, count: int) -> tuple[Row, R
                 if who == "trawl":
                     runs[who].append(_trawl(backend, path, count))
                 else:
-                    runs[who].append(_peer(backend, peer, count))
+                    runs[who].append(costs.peer_run(backend, peer, count))
             mine, theirs = runs["trawl"][-1], runs["pgqueuer"][-1]
             say(
                 f"  {name} round {i + 1}: trawl {_text(mine)}; pgqueuer {_text(theirs)}"
@@ -102,7 +102,7 @@ def _rounds(plan: Plan, backend: Backend, name: str, count: int) -> tuple[Row, R
     trawl = _row("trawl", f"{TRAWL}, rounds", name, runs["trawl"], params)
     trawl.extra["round_ratios"] = [round(r, 3) for r in ratios]
     trawl.ratio_to_best_peer = statistics.median(ratios)  # the rounds', not the medians'
-    cpu_ratio = _cpu_ratio(runs["trawl"], runs["pgqueuer"])
+    cpu_ratio = costs.cpu_ratio(runs["trawl"], runs["pgqueuer"])
     if cpu_ratio is not None:
         trawl.extra["cpu_ratio"] = round(cpu_ratio, 3)
     say(
@@ -131,45 +131,17 @@ def _trawl(backend: Backend, path: Path, count: int) -> dict[str, Any]:
     server = sampler.between(started, ended)[1]
     return {
         "rate": count / wall,
-        "cpu_us": _per_item(client, count),
-        "server_cpu_us": None if server is None else _per_item(server, count),
+        "cpu_us": costs.per_unit(client, count),
+        "server_cpu_us": None if server is None else costs.per_unit(server, count),
     }
-
-
-def _peer(backend: Backend, peer: peers.PeerRow, count: int) -> dict[str, Any]:
-    result = peers.run_once(backend, peer)
-    server = result.get("server_cpu_s")
-    return {
-        "rate": float(result["rate"]),
-        "cpu_us": _per_item(result["cpu_s"], count),
-        "server_cpu_us": None if server is None else _per_item(server, count),
-    }
-
-
-def _per_item(seconds: float, count: int) -> float:
-    return round(seconds / count * 1e6, 2)
-
-
-def _total(run: dict[str, Any]) -> float | None:
-    server = run["server_cpu_us"]
-    return None if server is None else float(run["cpu_us"] + server)
 
 
 def _text(run: dict[str, Any]) -> str:
-    total = _total(run)
+    total = costs.total(run)
     cost = (
         "" if total is None else f", {total:.1f} us CPU an item ({run['server_cpu_us']:.1f} server)"
     )
     return f"{run['rate']:,.0f} items/s{cost}"
-
-
-def _cpu_ratio(trawl: list[dict[str, Any]], other: list[dict[str, Any]]) -> float | None:
-    """pgqueuer's median CPU an item over trawl's: above 1, trawl costs less an item."""
-    mine = [t for t in map(_total, trawl) if t is not None]
-    theirs = [o for o in map(_total, other) if o is not None]
-    if not mine or not theirs:
-        return None
-    return statistics.median(theirs) / statistics.median(mine)
 
 
 def _row(

@@ -26,7 +26,7 @@ from harness.backends import Backend
 from harness.plan import Plan
 from harness.progress import say
 from harness.rows import Row
-from harness.workloads import peers, process
+from harness.workloads import costs, peers, process
 
 # trawl's contenders: (variant, connections, jobs in flight). The first two hold 100 jobs in
 # flight, as pgqueuer's batch 100 does; the second splits them over two claim/commit lanes
@@ -70,7 +70,7 @@ def run(plan: Plan, backend: Backend) -> list[Row]:
             # ABC, CBA: who goes first alternates, so a steady drift favours no one.
             for name in order[::-1] if i % 2 else order:
                 if name in peer:
-                    runs[name].append(_peer(backend, peer[name], jobs))
+                    runs[name].append(costs.peer_run(backend, peer[name], jobs))
                 else:
                     lanes, slots = trawl[name]
                     runs[name].append(_trawl(backend, template, jobs, lanes, slots))
@@ -98,7 +98,7 @@ def _compared(
     ratios = [t["rate"] / o["rate"] for t, o in zip(trawl, other, strict=True)]
     row.extra["round_ratios"] = [round(r, 3) for r in ratios]
     row.ratio_to_best_peer = statistics.median(ratios)  # the rounds', not the medians'
-    cpu_ratio = _cpu_ratio(trawl, other)
+    cpu_ratio = costs.cpu_ratio(trawl, other)
     if cpu_ratio is not None:
         row.extra["cpu_ratio"] = round(cpu_ratio, 3)
     say(
@@ -124,46 +124,18 @@ def _trawl(
     return {
         "rate": steady.rate,
         "wall_s": round(wall, 3),
-        "cpu_us": _per_job(client, steady.jobs),
-        "server_cpu_us": None if server is None else _per_job(server, steady.jobs),
+        "cpu_us": costs.per_unit(client, steady.jobs),
+        "server_cpu_us": None if server is None else costs.per_unit(server, steady.jobs),
         "connections": connections,
         "concurrency": concurrency,
     }
 
 
-def _peer(backend: Backend, peer: peers.PeerRow, jobs: int) -> dict[str, Any]:
-    result = peers.run_once(backend, peer)
-    server = result.get("server_cpu_s")
-    return {
-        "rate": float(result["rate"]),
-        "cpu_us": _per_job(result["cpu_s"], jobs),
-        "server_cpu_us": None if server is None else _per_job(server, jobs),
-    }
-
-
-def _per_job(seconds: float, jobs: int) -> float:
-    return round(seconds / jobs * 1e6, 1)
-
-
-def _total(run: dict[str, Any]) -> float | None:
-    server = run["server_cpu_us"]
-    return None if server is None else run["cpu_us"] + server
-
-
 def _cpu_text(run: dict[str, Any]) -> str:
-    total = _total(run)
+    total = costs.total(run)
     if total is None:
         return f"client {run['cpu_us']:.0f} us/job"
     return f"{total:.0f} us CPU/job: {run['cpu_us']:.0f} + server {run['server_cpu_us']:.0f}"
-
-
-def _cpu_ratio(trawl: list[dict[str, Any]], other: list[dict[str, Any]]) -> float | None:
-    """pgqueuer's median CPU per job over trawl's: above 1, trawl costs less per job."""
-    mine = [t for t in map(_total, trawl) if t is not None]
-    theirs = [o for o in map(_total, other) if o is not None]
-    if not mine or not theirs:
-        return None
-    return statistics.median(theirs) / statistics.median(mine)
 
 
 def _row(
