@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import resource
-import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -97,19 +96,9 @@ def _rounds(plan: Plan, backend: Backend, name: str, count: int) -> tuple[Row, R
                 f"  {name} round {i + 1}: trawl {_text(mine)}; pgqueuer {_text(theirs)}"
                 f" ({mine['rate'] / theirs['rate']:.2f}x)"
             )
-    ratios = [t["rate"] / p["rate"] for t, p in zip(runs["trawl"], runs["pgqueuer"], strict=True)]
     params = {"items": count, "rounds": plan.bulk_rounds}
     trawl = _row("trawl", f"{TRAWL}, rounds", name, runs["trawl"], params)
-    trawl.extra["round_ratios"] = [round(r, 3) for r in ratios]
-    trawl.ratio_to_best_peer = statistics.median(ratios)  # the rounds', not the medians'
-    cpu_ratio = costs.cpu_ratio(runs["trawl"], runs["pgqueuer"])
-    if cpu_ratio is not None:
-        trawl.extra["cpu_ratio"] = round(cpu_ratio, 3)
-    say(
-        f"  trawl add --file / pgqueuer: {trawl.ratio_to_best_peer:.2f}x (median of"
-        f" {len(ratios)} rounds, {min(ratios):.2f}-{max(ratios):.2f})"
-        + (f", {cpu_ratio:.2f}x by CPU an item" if cpu_ratio is not None else "")
-    )
+    costs.compare(trawl, runs["trawl"], runs["pgqueuer"], TRAWL, "item")
     other = _row("pgqueuer", f"{PEER}, rounds", name, runs["pgqueuer"], params)
     return trawl, other
 
@@ -119,7 +108,9 @@ def _trawl(backend: Backend, path: Path, count: int) -> dict[str, Any]:
     it cost: the command's own and its PostgreSQL backends'."""
     with backend.database("enqueue") as url:
         trawl_db.prepare(url)
-        with cpu.Sampler(url, poll=0.1) as sampler:
+        # A reading every 0.1 s, each also looking for new backends: a run lasts seconds,
+        # and a backend that came and went between two looks would go uncounted.
+        with cpu.Sampler(url, poll=0.1, find_every=1) as sampler:
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started, wall = time.time(), time.perf_counter()
             subprocess.run(enqueue.add_command(url, path), check=True, capture_output=True)

@@ -8,6 +8,8 @@ import statistics
 from typing import Any
 
 from harness.backends import Backend
+from harness.progress import say
+from harness.rows import Row
 from harness.workloads import peers
 
 Run = dict[str, Any]
@@ -42,3 +44,19 @@ def cpu_ratio(trawl: list[Run], other: list[Run]) -> float | None:
     if not mine or not theirs:
         return None
     return statistics.median(theirs) / statistics.median(mine)
+
+
+def compare(row: Row, trawl: list[Run], other: list[Run], label: str, unit: str) -> None:
+    """Give trawl's *row* the median of its rounds' ratios to *other* (the peer's run of
+    each round) as its ratio, and the CPU ratio; say both (*unit*: "job", "item")."""
+    ratios = [t["rate"] / o["rate"] for t, o in zip(trawl, other, strict=True)]
+    row.extra["round_ratios"] = [round(r, 3) for r in ratios]
+    row.ratio_to_best_peer = statistics.median(ratios)  # the rounds', not the medians'
+    cpu = cpu_ratio(trawl, other)
+    if cpu is not None:
+        row.extra["cpu_ratio"] = round(cpu, 3)
+    say(
+        f"  {label} / pgqueuer: {row.ratio_to_best_peer:.2f}x by rate (median of"
+        f" {len(ratios)} rounds, {min(ratios):.2f}-{max(ratios):.2f})"
+        + (f", {cpu:.2f}x by CPU a {unit}" if cpu is not None else "")
+    )

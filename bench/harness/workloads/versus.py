@@ -95,17 +95,7 @@ def _compared(
     lanes, slots = trawl[0]["connections"], trawl[0]["concurrency"]
     params = {"processes": 1, "concurrency": slots, "connections": lanes}
     row = _row("trawl", variant, trawl, plan, params | {"driver": workers.driver()})
-    ratios = [t["rate"] / o["rate"] for t, o in zip(trawl, other, strict=True)]
-    row.extra["round_ratios"] = [round(r, 3) for r in ratios]
-    row.ratio_to_best_peer = statistics.median(ratios)  # the rounds', not the medians'
-    cpu_ratio = costs.cpu_ratio(trawl, other)
-    if cpu_ratio is not None:
-        row.extra["cpu_ratio"] = round(cpu_ratio, 3)
-    say(
-        f"  trawl {variant} / pgqueuer: {statistics.median(ratios):.2f}x by rate (median of "
-        f"{len(ratios)} rounds, {min(ratios):.2f}-{max(ratios):.2f})"
-        + (f", {cpu_ratio:.2f}x by CPU per job" if cpu_ratio is not None else "")
-    )
+    costs.compare(row, trawl, other, f"trawl {variant}", "job")
     return row
 
 
