@@ -98,7 +98,7 @@ def _rounds(plan: Plan, backend: Backend, name: str, count: int) -> tuple[Row, R
             )
     params = {"items": count, "rounds": plan.bulk_rounds}
     trawl = _row("trawl", f"{TRAWL}, rounds", name, runs["trawl"], params)
-    costs.compare(trawl, runs["trawl"], runs["pgqueuer"], TRAWL, "item")
+    costs.compare(trawl, runs["trawl"], runs["pgqueuer"], TRAWL, "an item")
     other = _row("pgqueuer", f"{PEER}, rounds", name, runs["pgqueuer"], params)
     return trawl, other
 

@@ -46,9 +46,9 @@ def cpu_ratio(trawl: list[Run], other: list[Run]) -> float | None:
     return statistics.median(theirs) / statistics.median(mine)
 
 
-def compare(row: Row, trawl: list[Run], other: list[Run], label: str, unit: str) -> None:
+def compare(row: Row, trawl: list[Run], other: list[Run], label: str, per: str) -> None:
     """Give trawl's *row* the median of its rounds' ratios to *other* (the peer's run of
-    each round) as its ratio, and the CPU ratio; say both (*unit*: "job", "item")."""
+    each round) as its ratio, and the CPU ratio; say both (*per*: "a job", "an item")."""
     ratios = [t["rate"] / o["rate"] for t, o in zip(trawl, other, strict=True)]
     row.extra["round_ratios"] = [round(r, 3) for r in ratios]
     row.ratio_to_best_peer = statistics.median(ratios)  # the rounds', not the medians'
@@ -58,5 +58,5 @@ def compare(row: Row, trawl: list[Run], other: list[Run], label: str, unit: str)
     say(
         f"  {label} / pgqueuer: {row.ratio_to_best_peer:.2f}x by rate (median of"
         f" {len(ratios)} rounds, {min(ratios):.2f}-{max(ratios):.2f})"
-        + (f", {cpu:.2f}x by CPU a {unit}" if cpu is not None else "")
+        + (f", {cpu:.2f}x by CPU {per}" if cpu is not None else "")
     )

@@ -95,7 +95,7 @@ def _compared(
     lanes, slots = trawl[0]["connections"], trawl[0]["concurrency"]
     params = {"processes": 1, "concurrency": slots, "connections": lanes}
     row = _row("trawl", variant, trawl, plan, params | {"driver": workers.driver()})
-    costs.compare(row, trawl, other, f"trawl {variant}", "job")
+    costs.compare(row, trawl, other, f"trawl {variant}", "a job")
     return row
 
 
