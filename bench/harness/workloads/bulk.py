@@ -13,7 +13,7 @@ pgqueuer on PostgreSQL, runs in alternating rounds instead (``plan.bulk_rounds``
 order swapped every other round), and trawl's ratio is the median of its rounds' ratios:
 one run each, back to back, moved by 10-13 % between two runs of the benchmark here.
 Every PostgreSQL run starts after a ``CHECKPOINT``: a million items write over a gigabyte of
-WAL, and the checkpoint it sets off would otherwise land in whichever run comes next.
+WAL, and the checkpoint it sets off could otherwise land in whichever run comes next.
 """
 
 from __future__ import annotations
@@ -112,9 +112,9 @@ def _trawl(backend: Backend, path: Path, count: int) -> dict[str, Any]:
         # and a backend that came and went between two looks would go uncounted.
         with cpu.Sampler(url, poll=0.1, find_every=1) as sampler:
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            started, wall = time.time(), time.perf_counter()
+            started, timer = time.time(), time.perf_counter()
             subprocess.run(enqueue.add_command(url, path), check=True, capture_output=True)
-            wall = time.perf_counter() - wall
+            wall = time.perf_counter() - timer
             ended = time.time()
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
         enqueue.check(url, count)

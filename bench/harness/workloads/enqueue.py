@@ -93,7 +93,11 @@ def measure(
     rates = []
     items = bench_items(count)
     for i in range(plan.runs):
-        rates.append(run_once(backend, count, items, add))
+        with backend.database("enqueue") as url:
+            trawl_db.prepare(url)
+            seconds = add(url, items)
+            check(url, count)
+        rates.append(count / seconds)
         say(
             f"  {system} {backend.name} {workload} ({variant}) run {i + 1}: "
             f"{rates[-1]:,.0f} items/s"
@@ -113,15 +117,6 @@ def measure(
 def bench_items(count: int) -> list[tuple[str, str]]:
     """The rows every enqueue row adds: (id, JSON data)."""
     return [(f"bench:{n}", json.dumps({"n": n})) for n in range(count)]
-
-
-def run_once(backend: Backend, count: int, items: list[tuple[str, str]], add: Adder) -> float:
-    """Items per second of one run of *add* on a fresh, prepared database (checked after)."""
-    with backend.database("enqueue") as url:
-        trawl_db.prepare(url)
-        seconds = add(url, items)
-        check(url, count)
-    return count / seconds
 
 
 def check(url: str, count: int) -> None:
