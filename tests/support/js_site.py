@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 from aiohttp import web
 
+from tests.support.stamping_front import ARRIVED, StampingFront
+
 CHROMIUM = "/usr/bin/chromium"
 
 JS_LINKS = ("/js-inserted", "/from-json", "/behind-button", "/deep-js")
@@ -84,7 +86,8 @@ def _html(body: str) -> Callable[[web.Request], Awaitable[web.Response]]:
 
 
 class JsSite:
-    """``with JsSite() as site: site.url('/')``; ``site.log`` lists the paths requested."""
+    """``with JsSite() as site: site.url('/')``; ``site.log`` lists the paths requested,
+    each with when it reached this machine (``time.time``'s clock)."""
 
     def __init__(self, robots: str | None = None) -> None:
         self.log: list[tuple[float, str]] = []
@@ -121,15 +124,21 @@ class JsSite:
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
-        self.port = runner.addresses[0][1]
+        # Clients connect to the front, which tells each request's arrival as the kernel
+        # stamped it: a stamp taken here, in a thread of the crawl's own process, can be
+        # late by however long the crawl held the GIL.
+        front = StampingFront(runner.addresses[0][1])
+        await front.start()
+        self.port = front.port
         self._ready.set()
         await self._stop.wait()
+        await front.close()
         await runner.cleanup()
 
     def _app(self) -> web.Application:
         @web.middleware
         async def logged(request: web.Request, handler: Callable[..., object]) -> object:
-            self.log.append((self._loop.time() if self._loop else 0.0, request.path))
+            self.log.append((float(request.headers[ARRIVED]), request.path))
             return await handler(request)  # type: ignore[misc]
 
         app = web.Application(middlewares=[logged])
