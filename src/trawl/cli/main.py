@@ -11,6 +11,7 @@ from click.exceptions import NoArgsIsHelpError
 
 from trawl.cli.common import GlobalOptions
 from trawl.model.errors import TrawlError
+from trawl.runtime import heap
 
 EXIT_DATA = 1  # a TrawlError: bad input, unknown id or task, unreachable database
 EXIT_USAGE = 2  # the command line itself is wrong
@@ -87,6 +88,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; expected errors become one ``error:`` line and an exit code."""
+    heap.tune()  # crawls, workers and servers: the collector runs less often (runtime/heap)
     try:
         code = cli.main(args=argv, prog_name="trawl", standalone_mode=False)
     except NoArgsIsHelpError as error:

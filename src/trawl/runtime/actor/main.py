@@ -28,7 +28,7 @@ from typing import Any
 from trawl.engine.keyed import claim_keyed
 from trawl.model.errors import TrawlError
 from trawl.model.records import ClaimedJob
-from trawl.runtime import logs, procmetrics
+from trawl.runtime import heap, logs, procmetrics
 from trawl.runtime import loop as process_loop
 from trawl.runtime.actor.handle import ACTOR_DB, EXIT_REPLACE, EXIT_START_FAILED, owner_id
 from trawl.runtime.actor.hooks import ActorHooks
@@ -69,6 +69,7 @@ class ShedStuckThreads:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    heap.tune()
     logs.setup(args.log_level, as_json=True)  # the orchestrator relays the lines
     os.set_blocking(args.beat_fd, False)
     try:
