@@ -155,6 +155,19 @@ def disabled_as_not_found(store: Store, clock: FakeClock, item_id: str) -> int:
 SHORT_LOCK_WAIT = "?options=-c%20lock_timeout%3D200ms"
 
 
+class _Said(logging.Handler):
+    """Sets its event once a record starting with *text* is logged."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.INFO)
+        self.text = text
+        self.event = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage().startswith(self.text):
+            self.event.set()
+
+
 def test_a_batch_that_waits_too_long_for_a_lock_is_tried_again(
     pg_url: str, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -162,13 +175,25 @@ def test_a_batch_that_waits_too_long_for_a_lock_is_tried_again(
     with Store(pg_url + SHORT_LOCK_WAIT, clock=clock) as store:
         job_id = disabled_as_not_found(store, clock, "sku:0")
         holder = hold_job_row(pg_url, job_id)
-        release = threading.Timer(0.5, holder.close)  # its transaction ends with it
-        release.start()
+        # The row is let go once a batch has lost its wait for it and said so, not after a
+        # set time: a loaded machine took longer than that to reach the row, which was free
+        # by then, and nothing was tried again.
+        retried = _Said("adding items again after a conflict")
+        logging.getLogger("trawl.store.staging").addHandler(retried)
+
+        def release() -> None:
+            retried.event.wait(60)
+            holder.close()  # its transaction ends with it
+
+        releaser = threading.Thread(target=release)
+        releaser.start()
         try:
             items = [item("sku:0", "product"), *(item(f"n:{n}", "product") for n in range(20))]
             made = stage_and_write(store, items, 5, writers=2)
         finally:
-            release.join()
+            retried.event.set()
+            releaser.join()
+            logging.getLogger("trawl.store.staging").removeHandler(retried)
         assert sum(made) == 20
         assert job_of(store, "sku:0").due_at == clock.now  # listed again, once released
     assert "adding items again after a conflict" in caplog.text
