@@ -4,6 +4,9 @@ user's app set it otherwise."""
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import pytest
 
 from trawl.cli.main import main
 from trawl.runtime import heap
+from trawl.runtime.actor.handle import EXIT_START_FAILED
 
 
 @pytest.fixture(autouse=True)
@@ -46,3 +50,27 @@ def test_an_apps_own_threshold_wins(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'trawl.db'}"
     assert main(["--db", db, "worker", f"{app}:app", "--exit-when-idle"]) == 0
     assert gc.get_threshold() == (1234, 7, 7)
+
+
+def test_an_actor_process_tunes_it_before_it_loads_the_app(tmp_path: Path) -> None:
+    seen = tmp_path / "threshold"
+    app = tmp_path / "gc_seen.py"
+    app.write_text(
+        f"import gc\nimport trawl\n\nopen({str(seen)!r}, 'w').write(str(gc.get_threshold()[0]))"
+        "\napp = trawl.App()\n"
+    )
+    read, write = os.pipe()
+    try:
+        argv = ["--app", f"{app}:app", "--task", "missing", "--token", "t0"]
+        done = subprocess.run(
+            [sys.executable, "-m", "trawl.runtime.actor.main", *argv, "--beat-fd", str(write)],
+            pass_fds=(write,),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(read)
+        os.close(write)
+    assert done.returncode == EXIT_START_FAILED, done.stderr  # the task is not the app's
+    assert seen.read_text() == str(heap.YOUNGEST)
