@@ -14,6 +14,7 @@ from trawl.crawl.inflight import SLOTS_PER_REQUEST, InFlight
 from trawl.crawl.operations import Progress
 from trawl.runtime.store_thread import StoreThread
 from trawl.runtime.worker import Worker
+from trawl.store.crawls import FETCH_TASK
 from trawl.store.store import SMALL_CACHE_MIB, Store
 
 OnProgress = Callable[[Progress], None]
@@ -52,6 +53,10 @@ async def run(
         app,
         url=url,
         concurrency=concurrency,
+        # Pages only, not the recurring schedules every app serves: this process ends with
+        # its crawl and stops what it runs then, so a schedule's action taken up here (an
+        # hour-long `add --file`) would be killed and run again. Workers serve schedules.
+        tasks=[FETCH_TASK],
         grace=grace,
         poll=0.1,
         claim_when_free=CLAIM_WHEN_FREE,
