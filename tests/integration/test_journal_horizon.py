@@ -165,6 +165,9 @@ def test_followers_see_every_entry_once_in_order_while_writers_race(pg_url: str)
     """Four writers commit as fast as they can; two followers read from their cursors all
     along. At the end each follower has seen every entry the table holds, in seq order."""
     stop = threading.Event()
+    # A writer may be inside a write when it is told to stop: the followers' last round
+    # waits for the writers to have finished, or it may end before that write commits.
+    written = threading.Event()
     errors: list[BaseException] = []
 
     def writer(n: int) -> None:
@@ -180,7 +183,7 @@ def test_followers_see_every_entry_once_in_order_while_writers_race(pg_url: str)
             with Store(pg_url) as store:
                 cursor = 0
                 while True:
-                    last_round = stop.is_set()
+                    last_round = written.is_set()
                     for entry in store.journal(cursor, 500):
                         seen.append(entry.seq)
                         cursor = entry.seq
@@ -190,13 +193,16 @@ def test_followers_see_every_entry_once_in_order_while_writers_race(pg_url: str)
             errors.append(error)
 
     views: list[list[int]] = [[], []]
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
-    threads += [threading.Thread(target=follower, args=(v,)) for v in views]
-    for thread in threads:
+    writers = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    followers = [threading.Thread(target=follower, args=(v,)) for v in views]
+    for thread in writers + followers:
         thread.start()
     time.sleep(2.0)
     stop.set()
-    for thread in threads:
+    for thread in writers:
+        thread.join(timeout=60)
+    written.set()
+    for thread in followers:
         thread.join(timeout=60)
     assert not errors, errors
     with Store(pg_url) as store:
