@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import time
 import zlib
 
@@ -12,6 +13,7 @@ import pytest
 from trawl.crawl import client
 from trawl.crawl.client import DECODE_LIMIT
 from trawl.crawl.extract import MAX_CSS, css_links, html_links
+from trawl.crawl.warc import Exchange
 
 
 def _seconds(fn: object, *args: object) -> float:
@@ -103,3 +105,45 @@ def _compress(data: bytes, coding: str) -> bytes:
     if coding == "gzip":
         return gzip.compress(data, compresslevel=1)
     return zlib.compress(data, 1)
+
+
+@pytest.mark.parametrize(
+    "charset",
+    ["x-bogus-9", "base64", "zlib", "idna", "undefined", '"x-bogus"', ""],
+)
+def test_a_charset_python_cannot_read_falls_back_to_utf8(charset: str) -> None:
+    """A page naming a charset Python does not know, or one of its codecs that is not a
+    text encoding or cannot replace what it cannot read, is read as UTF-8: its links are
+    found and the page does not fail (an unknown charset once failed every attempt)."""
+    body = '<a href="/caf\u00e9">x</a>\xff'.encode("utf-8", errors="surrogateescape")
+    resp = _response(body, f"text/html; charset={charset}")
+    assert resp.text().startswith('<a href="/caf\u00e9">x</a>')
+    assert html_links(resp.text().encode(), "http://h/").urls == ["http://h/caf\u00e9"]
+
+
+def test_a_charset_python_knows_is_used() -> None:
+    resp = _response('<a href="/caf\u00e9">x</a>'.encode("latin-1"), "text/html; charset=latin-1")
+    assert resp.text() == '<a href="/caf\u00e9">x</a>'
+
+
+def _response(body: bytes, content_type: str) -> client.Response:
+    exchange = Exchange(
+        url="http://h/",
+        request_line="GET / HTTP/1.1",
+        request_headers=[],
+        status_line="200 OK",
+        protocol="HTTP/1.1",
+        response_headers=[("Content-Type", content_type)],
+        body=io.BytesIO(body),
+        digest="sha1:X",
+        date="2026-11-28T00:00:00Z",
+    )
+    return client.Response(
+        exchange=exchange,
+        status=200,
+        headers={"content-type": content_type},
+        size=len(body),
+        truncated=False,
+        started=0.0,
+        elapsed=0.0,
+    )

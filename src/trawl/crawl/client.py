@@ -3,6 +3,7 @@ with timeouts, a size cap, and gzip/deflate/brotli decoding for link extraction.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import tempfile
 import time
@@ -64,7 +65,10 @@ class Response:
         body.seek(0)
         data = _decode(raw, (self.header("content-encoding") or "").lower())
         charset = _charset(self.header("content-type") or "")
-        return data.decode(charset, errors="replace")
+        try:
+            return data.decode(charset, errors="replace")
+        except UnicodeError:  # a codec that cannot replace what it cannot read (idna, ...)
+            return data.decode("utf-8", errors="replace")
 
     def decoded(self) -> bytes:
         """The payload with its content-encoding undone, as a browser is handed it (an
@@ -295,9 +299,12 @@ def _charset(content_type: str) -> str:
         name, _, value = part.partition("=")
         if name.strip().lower() == "charset" and value.strip():
             charset = value.strip().strip("\"'")
+            # codecs.lookup, not b"".decode: that returns "" for an empty input without
+            # looking the name up, so a page naming an unknown charset failed its fetch.
+            # Python's bytes-to-bytes codecs (base64, zlib, rot13...) are not charsets.
             try:
-                b"".decode(charset)
+                known = getattr(codecs.lookup(charset), "_is_text_encoding", True)
             except LookupError:
-                break
-            return charset
+                known = False
+            return charset if known else "utf-8"
     return "utf-8"
