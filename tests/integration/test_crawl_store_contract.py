@@ -157,6 +157,48 @@ def test_host_errors_back_off_longer_each_time_until_the_grace_runs_out(
         assert store.crawls.host("a.test")[2] == 0
 
 
+@pytest.mark.parametrize(
+    ("outcome", "status", "own"),
+    [
+        ("retry", 503, True),  # a 5xx again
+        ("retry", None, True),  # no answer again (timeout, connection dropped)
+        ("retry", 429, False),  # throttled last time: a block, not an error of its own
+        ("done", 200, False),  # fetched last time (a revisit): a new error is the host's
+    ],
+)
+def test_a_page_failing_again_while_its_host_answers_others_spends_its_tries(
+    store: Store, clock: FakeClock, outcome: str, status: int | None, own: bool
+) -> None:
+    crawl_id = _crawl(store)
+    bad = f"{SEED}bad"
+    first = host_failed(store, "a.test", grace=60, crawl_id=crawl_id, url=bad)
+    assert first is not None, "a first error is the host's: the page waits, free"
+    with store.write():
+        row = _attempt(crawl_id, 1, digest="sha1:AAAA", warc=("c.warc.gz", 0, 1))
+        store.crawls.add_attempts([row | {"url": bad, "outcome": outcome, "status_code": status}])
+    clock.now = first
+    if own:  # no answer since: an outage, so the page still waits without a try
+        assert host_failed(store, "a.test", grace=60, crawl_id=crawl_id, url=bad) is not None
+        clock.now += 10
+    with store.write():
+        store.crawls.host_ok("a.test")  # another page of the host answered
+        _, _, errors_before = store.crawls.host("a.test")
+    again = host_failed(store, "a.test", grace=60, crawl_id=crawl_id, url=bad)
+    with store.read():
+        _, blocked, errors = store.crawls.host("a.test", known=True)
+    if own:
+        assert again is None, "the page's own failure spends a try"
+        assert (errors, errors_before) == (0, 0), "and is not counted against the host"
+        assert blocked is None or blocked <= clock.now, "nor holds the host back"
+    else:
+        assert again is not None
+        assert again > clock.now
+        assert errors == 1
+    # Another page's first error is the host's, whatever this page did.
+    other = host_failed(store, "a.test", grace=60, crawl_id=crawl_id, url=f"{SEED}other")
+    assert other is not None
+
+
 def test_robots_txt_is_kept_for_every_worker(store: Store, clock: FakeClock) -> None:
     crawl_id = _crawl(store, options=Options())
     body = "User-agent: *\nDisallow: /private/\n"

@@ -483,3 +483,24 @@ def test_a_burst_of_frames_as_a_fast_crawl_pipeline_sends_is_not_slowed(
 
     run(main)
     assert "are slowed" not in caplog.text
+
+
+def test_crawl_host_failed_takes_the_page_and_refuses_fields_it_does_not_know(
+    tracker: Tracker,
+) -> None:
+    """crawl.host_failed names the page (crawl and url) so the tracker can tell the page's
+    own failures from its host's; an unknown field is refused as such, which is how a
+    pipeline learns that a tracker from before takes the host alone (RemotePort)."""
+    tracker.pipeline("p1")
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1")
+        failed = {"host": "a.test", "grace": 60.0}
+        page = failed | {"crawl": 1, "url": "http://a.test/x"}
+        assert (await raw.ok("crawl.host_failed", page))["until"] is not None
+        reply = await raw.request("crawl.host_failed", failed | {"page": "http://a.test/x"})
+        assert reply["status"] == "error", reply
+        assert "unknown field" in reply["payload"]["message"], reply
+        await raw.ws.close()
+
+    run(main)

@@ -445,15 +445,37 @@ HOST_BACKOFF = 1.0  # seconds a host backs off after its first error, doubling
 HOST_BACKOFF_MAX = 300.0
 
 
-def host_failed(store: Store, host: str, grace: float) -> float | None:
+def host_failed(
+    store: Store,
+    host: str,
+    grace: float,
+    *,
+    crawl_id: int | None = None,
+    url: str | None = None,
+) -> float | None:
     """A 5xx, timeout or connection error on *host*: back the whole host off, longer each
     time in a row, and return until when the page should wait without spending a try.
     ``None`` once the run of errors is older than *grace* (the crawl's ``host_grace``): the
     host is down, or the page is bad, so the host is no longer held back and its pages'
-    tries count again - the crawl still ends."""
+    tries count again - the crawl still ends.
+
+    Also ``None``, with the host neither blocked nor counted, when the page *url* of crawl
+    *crawl_id* failed in the same way on its last attempt and the host has answered since
+    (its run of errors ended): the error is the page's, not the host's. Any answer ends a
+    run, so without this one page that always fails, on a host that serves its other pages,
+    began a new run each time, never spent a try while the host had pages left, and held
+    the whole host back a second or more at every attempt (a 2,000-page crawl of one host
+    took 371 s instead of 5, asking the bad page 126 times)."""
     tables = store.crawls
     with store.write(soft=True):
         now = store.clock()
+        if (
+            crawl_id is not None
+            and url is not None
+            and tables.failed_last(crawl_id, url)
+            and tables.host_errors(host) == 0
+        ):
+            return None
         counted, errors, since, blocked = tables.host_error(host, now)
         if now - since > grace:
             return None

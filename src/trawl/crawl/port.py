@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Generic, Protocol, TypeVar, cast
 
+from trawl.crawl import urls
 from trawl.crawl.politeness import (
     Ask,
     Gate,
@@ -45,8 +46,11 @@ class Port(Protocol):
     async def block(self, ctx: Context, host: str, until: float) -> None:
         """Hold off every request to *host* until *until* (a 429, a 503 with Retry-After)."""
 
-    async def host_failed(self, ctx: Context, host: str, grace: float) -> float | None:
-        """A host-level error: until when the page waits without spending a try, or None."""
+    async def host_failed(
+        self, ctx: Context, crawl_id: int, url: str, grace: float
+    ) -> float | None:
+        """A host-level error at the page *url*: until when the page waits without spending
+        a try, or None (:func:`~trawl.crawl.politeness.host_failed`)."""
 
     async def payload(self, ctx: Context, crawl_id: int, digest: str) -> tuple[str, str] | None:
         """(url, date) of the first archived copy of the payload *digest* in the crawl."""
@@ -107,8 +111,11 @@ class LocalPort:
     async def block(self, ctx: Context, host: str, until: float) -> None:
         await ctx.with_store(partial(block_host, host=host, until=until))
 
-    async def host_failed(self, ctx: Context, host: str, grace: float) -> float | None:
-        return await ctx.with_store(partial(host_failed, host=host, grace=grace))
+    async def host_failed(
+        self, ctx: Context, crawl_id: int, url: str, grace: float
+    ) -> float | None:
+        call = partial(host_failed, host=urls.host(url), grace=grace, crawl_id=crawl_id, url=url)
+        return await ctx.with_store(call)
 
     async def payload(self, ctx: Context, crawl_id: int, digest: str) -> tuple[str, str] | None:
         return await self._payloads.ask(ctx.with_store, (crawl_id, digest))

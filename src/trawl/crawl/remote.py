@@ -24,7 +24,7 @@ from trawl.crawl.rules import Ruleset, Settings, from_json
 from trawl.model import wire
 from trawl.model.errors import InvalidInput
 from trawl.runtime.context import Context
-from trawl.runtime.remote.connection import Connection
+from trawl.runtime.remote.connection import Connection, RequestRefused
 from trawl.store.crawls import CrawlRow
 
 # -- plans ---------------------------------------------------------------------------------------
@@ -68,6 +68,9 @@ class RemotePort:
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
+        # Whether the tracker takes the page with a host's error (crawl.host_failed's
+        # crawl and url); one from before refuses them as unknown fields.
+        self._page_errors = True
 
     async def begin(self, ctx: Context, crawl_id: int, url: str, finished: Finished) -> Plan:
         request = wire.CrawlBeginRequest(
@@ -92,8 +95,21 @@ class RemotePort:
         request = wire.BlockRequest(host=host, until=self.permit_time(until))
         await self.connection.request_raw("crawl.block", request)
 
-    async def host_failed(self, ctx: Context, host: str, grace: float) -> float | None:
-        request = wire.HostFailedRequest(host=host, grace=grace)
+    async def host_failed(
+        self, ctx: Context, crawl_id: int, url: str, grace: float
+    ) -> float | None:
+        host = urls.host(url)
+        if self._page_errors:
+            request = wire.HostFailedRequest(host=host, grace=grace, crawl=crawl_id, url=url)
+            try:
+                return await self._host_failed(request)
+            except RequestRefused as refused:
+                if "unknown field" not in str(refused):
+                    raise
+                self._page_errors = False  # every error then counts as the host's
+        return await self._host_failed(wire.HostFailedRequest(host=host, grace=grace))
+
+    async def _host_failed(self, request: wire.HostFailedRequest) -> float | None:
         reply = await self.connection.request("crawl.host_failed", request, wire.HostFailedReply)
         return reply.until
 

@@ -415,10 +415,13 @@ class BlockRequest(Struct):
 
 
 class HostFailedRequest(Struct):
-    """``crawl.host_failed``: a 5xx, timeout or connection error on *host*."""
+    """``crawl.host_failed``: a 5xx, timeout or connection error on *host*, at the page
+    *url* of crawl *crawl* (without them, every error counts as the host's)."""
 
     host: Name
     grace: Seconds
+    crawl: JobId | None = None
+    url: Text | None = None
 
 
 class HostFailedReply(Struct):

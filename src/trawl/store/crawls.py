@@ -213,6 +213,11 @@ _HOST_ERROR = q(
     " WHERE host = :host AND (blocked_until IS NULL OR blocked_until <= :now) RETURNING host"
 )
 _HOST_ERRORS = q("SELECT errors, errors_since, blocked_until FROM crawl_hosts WHERE host = :host")
+# A page's last attempt failed at host level: no answer (timeout, connection), or a 5xx.
+_FAILED_LAST = q(
+    "SELECT outcome = 'retry' AND (status_code IS NULL OR status_code >= 500)"
+    " FROM crawl_attempts WHERE crawl_id = :crawl_id AND url = :url ORDER BY id DESC LIMIT 1"
+)
 _HOST_OK = q(
     "UPDATE crawl_hosts SET errors = 0, errors_since = NULL WHERE host = :host AND errors > 0"
 )
@@ -569,6 +574,17 @@ class CrawlTables:
         counted = bool(self.db.fetch(_HOST_ERROR, {"host": host, "now": now}))
         errors, since, blocked_until = self.db.fetch(_HOST_ERRORS, {"host": host})[0]
         return counted, int(errors), float(since or now), blocked_until
+
+    def host_errors(self, host: str) -> int:
+        """The errors in *host*'s current run (0: none, or it answered since)."""
+        rows = self.db.fetch(_HOST_ERRORS, {"host": host})
+        return int(rows[0][0]) if rows else 0
+
+    def failed_last(self, crawl_id: int, url: str) -> bool:
+        """Whether the page's last recorded attempt failed at host level (no answer, or a
+        5xx): the attempt being made now is not recorded yet."""
+        rows = self.db.fetch(_FAILED_LAST, {"crawl_id": crawl_id, "url": url})
+        return bool(rows and rows[0][0])
 
     def host_ok(self, host: str) -> None:
         self.db.send(_HOST_OK, {"host": host})

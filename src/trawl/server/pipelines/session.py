@@ -324,7 +324,11 @@ class PipelineSession(Session):
     @action("crawl.host_failed", client=True, concurrent=True)
     async def crawl_host_failed(self, request: wire.HostFailedRequest, conv: Conversation) -> None:
         async def failed() -> wire.HostFailedReply:
-            until = await self.stores.run(lambda s: host_failed(s, request.host, request.grace))
+            until = await self.stores.run(
+                lambda s: host_failed(
+                    s, request.host, request.grace, crawl_id=request.crawl, url=request.url
+                )
+            )
             return wire.HostFailedReply(until=until)
 
         await self._answer(conv, failed)
