@@ -28,10 +28,24 @@ from trawl.model.errors import InvalidInput
         ("mailto:someone@example.org", None),
         ("javascript:void(0)", None),
         ("http://exa mple.org/", None),
+        ("http://user name@example.org/", None),
+        # Spaces in a path or query are sent as %20, tabs and newlines dropped (WHATWG).
+        (
+            "http://example.org/My Report.pdf?q=a b#c d",
+            "http://example.org/My%20Report.pdf?q=a%20b",
+        ),
+        ("http://example.org/a\tb\nc", "http://example.org/abc"),
+        ("http://example.org/a%20b", "http://example.org/a%20b"),
     ],
 )
 def test_canonical(raw: str, expected: str | None) -> None:
     assert canonical(raw) == expected
+
+
+def test_a_link_or_redirect_with_spaces_resolves_against_its_page() -> None:
+    base = "http://h.example/docs/index.html"
+    assert canonical("My Report.pdf", base) == "http://h.example/docs/My%20Report.pdf"
+    assert canonical("/ok page?x=a b", base) == "http://h.example/ok%20page?x=a%20b"
 
 
 def test_links_from_html_and_css_resolve_against_base_and_dedupe() -> None:

@@ -36,7 +36,7 @@ def canonical(url: str, base: str | None = None) -> str | None:
 
 
 def _unspaced(text: str) -> bool:
-    return not any(c in text for c in " \t\r\n")  # (the full parse refuses these anywhere)
+    return not any(c in text for c in " \t\r\n")  # (the full parse takes these)
 
 
 def _kept_port(port: str | None) -> bool:
@@ -64,12 +64,17 @@ def _canonical(text: str, base: str | None) -> str | None:
         return None
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
-    if scheme not in _DEFAULT_PORTS or not host or any(c in text for c in " \t\r\n"):
+    if scheme not in _DEFAULT_PORTS or not host or " " in parts.netloc:
         return None
     netloc = host if port in (None, _DEFAULT_PORTS[scheme]) else f"{host}:{port}"
     if ":" in host and not host.startswith("["):
         netloc = f"[{host}]" if port in (None, _DEFAULT_PORTS[scheme]) else f"[{host}]:{port}"
-    return _capped(urlunsplit(SplitResult(scheme, netloc, parts.path or "/", parts.query, "")))
+    # As browsers, wget and Scrapy do: tabs and newlines anywhere are dropped (urlsplit has
+    # done that) and a space in the path or query is sent as %20 - links such as
+    # "/files/My Report.pdf" are common, and refusing them left such pages uncrawled.
+    path = (parts.path or "/").replace(" ", "%20")
+    query = parts.query.replace(" ", "%20")
+    return _capped(urlunsplit(SplitResult(scheme, netloc, path, query, "")))
 
 
 def host(url: str) -> str:
