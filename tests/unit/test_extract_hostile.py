@@ -147,3 +147,27 @@ def _response(body: bytes, content_type: str) -> client.Response:
         started=0.0,
         elapsed=0.0,
     )
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # Declared in a meta tag, as old pages do, and nowhere else.
+        (b'<meta charset="iso-8859-1"><a href="/caf\xe9">', "/caf\u00e9"),
+        (
+            b'<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">'
+            b'<a href="/\xe4\xe0">',
+            "/\u0434\u0430",
+        ),
+        # Not declared, not UTF-8: read as browsers guess (windows-1252), not as U+FFFD.
+        (b'<a href="/caf\xe9">', "/caf\u00e9"),
+        # UTF-8, even cut short inside its last character.
+        ('<a href="/caf\u00e9">'.encode() + "\u00e9".encode()[:1], "/caf\u00e9"),
+        # A byte order mark says it all.
+        (b"\xff\xfe" + '<a href="/caf\u00e9">'.encode("utf-16-le"), "/caf\u00e9"),
+    ],
+)
+def test_an_undeclared_charset_is_sniffed_as_browsers_do(body: bytes, expected: str) -> None:
+    resp = _response(body, "text/html")
+    links = html_links(resp.text().encode(), "http://h/").urls
+    assert links == [f"http://h{expected}"]

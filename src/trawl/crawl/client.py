@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import re
 import tempfile
 import time
 import zlib
@@ -64,7 +65,14 @@ class Response:
         raw = body.read(DECODE_LIMIT)
         body.seek(0)
         data = _decode(raw, (self.header("content-encoding") or "").lower())
-        charset = _charset(self.header("content-type") or "")
+        charset = _charset(self.header("content-type") or "") or _sniffed(data)
+        if charset is None:  # nothing declared: UTF-8 if it is, else as browsers guess
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError as error:
+                # A body cut inside its last character is still UTF-8.
+                cut = error.start >= len(data) - 3 and error.reason == "unexpected end of data"
+                charset = "utf-8" if cut else "cp1252"
         try:
             return data.decode(charset, errors="replace")
         except UnicodeError:  # a codec that cannot replace what it cannot read (idna, ...)
@@ -294,17 +302,42 @@ def _decode(raw: bytes, encoding: str) -> bytes:
     return raw
 
 
-def _charset(content_type: str) -> str:
+def _charset(content_type: str) -> str | None:
+    """The charset a Content-Type names: UTF-8 for one Python cannot read, None for none."""
     for part in content_type.split(";")[1:]:
         name, _, value = part.partition("=")
         if name.strip().lower() == "charset" and value.strip():
-            charset = value.strip().strip("\"'")
-            # codecs.lookup, not b"".decode: that returns "" for an empty input without
-            # looking the name up, so a page naming an unknown charset failed its fetch.
-            # Python's bytes-to-bytes codecs (base64, zlib, rot13...) are not charsets.
-            try:
-                known = getattr(codecs.lookup(charset), "_is_text_encoding", True)
-            except LookupError:
-                known = False
-            return charset if known else "utf-8"
-    return "utf-8"
+            return _known(value.strip().strip("\"'")) or "utf-8"
+    return None
+
+
+def _known(charset: str) -> str | None:
+    """*charset* if Python reads it as text. codecs.lookup, not b"".decode: that returns ""
+    for an empty input without looking the name up, so a page naming an unknown charset
+    failed its fetch. Python's bytes-to-bytes codecs (base64, zlib, rot13...) are not
+    charsets."""
+    try:
+        return charset if getattr(codecs.lookup(charset), "_is_text_encoding", True) else None
+    except LookupError:
+        return None
+
+
+# <meta charset="..."> or <meta http-equiv="Content-Type" content="...; charset=...">, in
+# the first 1,024 bytes, as the HTML standard's prescan looks for it.
+_META_CHARSET = re.compile(
+    rb"<meta[^>]{0,512}?charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:\-]{1,40})", re.I
+)
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _sniffed(data: bytes) -> str | None:
+    """The charset an undeclared page gives itself: a byte order mark, else a meta tag."""
+    for bom, charset in _BOMS:
+        if data.startswith(bom):
+            return charset
+    found = _META_CHARSET.search(data, 0, 1024)
+    return _known(found.group(1).decode("ascii")) if found else None
