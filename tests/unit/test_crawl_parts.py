@@ -162,3 +162,49 @@ def test_a_crawls_options_are_parsed_again_once_they_change() -> None:
     stored["delay"] = 2.0  # a row read after the options were edited, or edited in place
     assert options_of(crawl_row(7, stored)).delay == 2.0
     assert options_of(crawl_row(8, Options().to_json())).delay == 0.0  # crawls apart
+
+
+@pytest.mark.parametrize(
+    "charset",
+    ["x-bogus-9", "base64", "zlib", "idna", "undefined", '"x-bogus"', ""],
+)
+def test_a_charset_python_cannot_read_falls_back_to_utf8(charset: str) -> None:
+    """A page naming a charset Python does not know, or one of its codecs that is not a
+    text encoding or cannot replace what it cannot read, is read as UTF-8: its links are
+    found and the page does not fail (an unknown charset once failed every attempt)."""
+    body = '<a href="/caf\u00e9">x</a>\xff'.encode("utf-8", errors="surrogateescape")
+    resp = _page(body, **{"Content-Type": f"text/html; charset={charset}"})
+    assert resp.text().startswith('<a href="/caf\u00e9">x</a>')
+    assert html_links(resp.text().encode(), "http://h/").urls == ["http://h/caf\u00e9"]
+
+
+def test_a_charset_python_knows_is_used() -> None:
+    resp = _page(
+        '<a href="/caf\u00e9">x</a>'.encode("latin-1"),
+        **{"Content-Type": "text/html; charset=latin-1"},
+    )
+    assert resp.text() == '<a href="/caf\u00e9">x</a>'
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        # Declared in a meta tag, as old pages do, and nowhere else.
+        (b'<meta charset="iso-8859-1"><a href="/caf\xe9">', "/caf\u00e9"),
+        (
+            b'<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">'
+            b'<a href="/\xe4\xe0">',
+            "/\u0434\u0430",
+        ),
+        # Not declared, not UTF-8: read as browsers guess (windows-1252), not as U+FFFD.
+        (b'<a href="/caf\xe9">', "/caf\u00e9"),
+        # UTF-8, even cut short inside its last character.
+        ('<a href="/caf\u00e9">'.encode() + "\u00e9".encode()[:1], "/caf\u00e9"),
+        # A byte order mark says it all.
+        (b"\xff\xfe" + '<a href="/caf\u00e9">'.encode("utf-16-le"), "/caf\u00e9"),
+    ],
+)
+def test_an_undeclared_charset_is_sniffed_as_browsers_do(body: bytes, expected: str) -> None:
+    resp = _page(body, **{"Content-Type": "text/html"})
+    links = html_links(resp.text().encode(), "http://h/").urls
+    assert links == [f"http://h{expected}"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import io
 import time
 import zlib
 
@@ -13,7 +12,6 @@ import pytest
 from trawl.crawl import client
 from trawl.crawl.client import DECODE_LIMIT
 from trawl.crawl.extract import MAX_CSS, css_links, html_links
-from trawl.crawl.warc import Exchange
 
 
 def _seconds(fn: object, *args: object) -> float:
@@ -105,69 +103,3 @@ def _compress(data: bytes, coding: str) -> bytes:
     if coding == "gzip":
         return gzip.compress(data, compresslevel=1)
     return zlib.compress(data, 1)
-
-
-@pytest.mark.parametrize(
-    "charset",
-    ["x-bogus-9", "base64", "zlib", "idna", "undefined", '"x-bogus"', ""],
-)
-def test_a_charset_python_cannot_read_falls_back_to_utf8(charset: str) -> None:
-    """A page naming a charset Python does not know, or one of its codecs that is not a
-    text encoding or cannot replace what it cannot read, is read as UTF-8: its links are
-    found and the page does not fail (an unknown charset once failed every attempt)."""
-    body = '<a href="/caf\u00e9">x</a>\xff'.encode("utf-8", errors="surrogateescape")
-    resp = _response(body, f"text/html; charset={charset}")
-    assert resp.text().startswith('<a href="/caf\u00e9">x</a>')
-    assert html_links(resp.text().encode(), "http://h/").urls == ["http://h/caf\u00e9"]
-
-
-def test_a_charset_python_knows_is_used() -> None:
-    resp = _response('<a href="/caf\u00e9">x</a>'.encode("latin-1"), "text/html; charset=latin-1")
-    assert resp.text() == '<a href="/caf\u00e9">x</a>'
-
-
-def _response(body: bytes, content_type: str) -> client.Response:
-    exchange = Exchange(
-        url="http://h/",
-        request_line="GET / HTTP/1.1",
-        request_headers=[],
-        status_line="200 OK",
-        protocol="HTTP/1.1",
-        response_headers=[("Content-Type", content_type)],
-        body=io.BytesIO(body),
-        digest="sha1:X",
-        date="2026-11-28T00:00:00Z",
-    )
-    return client.Response(
-        exchange=exchange,
-        status=200,
-        headers={"content-type": content_type},
-        size=len(body),
-        truncated=False,
-        started=0.0,
-        elapsed=0.0,
-    )
-
-
-@pytest.mark.parametrize(
-    ("body", "expected"),
-    [
-        # Declared in a meta tag, as old pages do, and nowhere else.
-        (b'<meta charset="iso-8859-1"><a href="/caf\xe9">', "/caf\u00e9"),
-        (
-            b'<meta http-equiv="Content-Type" content="text/html; charset=windows-1251">'
-            b'<a href="/\xe4\xe0">',
-            "/\u0434\u0430",
-        ),
-        # Not declared, not UTF-8: read as browsers guess (windows-1252), not as U+FFFD.
-        (b'<a href="/caf\xe9">', "/caf\u00e9"),
-        # UTF-8, even cut short inside its last character.
-        ('<a href="/caf\u00e9">'.encode() + "\u00e9".encode()[:1], "/caf\u00e9"),
-        # A byte order mark says it all.
-        (b"\xff\xfe" + '<a href="/caf\u00e9">'.encode("utf-16-le"), "/caf\u00e9"),
-    ],
-)
-def test_an_undeclared_charset_is_sniffed_as_browsers_do(body: bytes, expected: str) -> None:
-    resp = _response(body, "text/html")
-    links = html_links(resp.text().encode(), "http://h/").urls
-    assert links == [f"http://h{expected}"]
