@@ -208,3 +208,26 @@ def test_an_undeclared_charset_is_sniffed_as_browsers_do(body: bytes, expected: 
     resp = _page(body, **{"Content-Type": "text/html"})
     links = html_links(resp.text().encode(), "http://h/").urls
     assert links == [f"http://h{expected}"]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("0; url=/next", ["http://h/next"]),
+        ("5;URL='/a b'", ["http://h/a%20b"]),
+        (" 7 , Url = /q ", ["http://h/q"]),
+        ('.5; url="http://other.example/x"', ["http://other.example/x"]),
+        ("0; /bare", ["http://h/bare"]),
+        ("30", []),  # a reload, no target
+        ("soon; url=/x", []),  # no delay first: not a refresh (the HTML standard's parse)
+        ("", []),
+    ],
+)
+def test_a_meta_refresh_target_is_a_link(content: str, expected: list[str]) -> None:
+    html = f"<meta http-equiv=Refresh content={content!r}>".encode()
+    assert html_links(html, "http://h/d/").urls == expected
+
+
+def test_other_meta_tags_are_not_links() -> None:
+    html = b'<meta name=refresh content="0; url=/no"><meta http-equiv=content-type content="0;/x">'
+    assert html_links(html, "http://h/").urls == []

@@ -1,5 +1,6 @@
-"""Links out of HTML and CSS: ``a``, ``link``, ``img``, ``script``, ``iframe``, ``srcset``
-and CSS ``url()``, canonicalised and deduplicated in document order.
+"""Links out of HTML and CSS: ``a``, ``link``, ``img``, ``script``, ``iframe``, ``srcset``,
+a ``<meta http-equiv=refresh>`` target and CSS ``url()``, canonicalised and deduplicated in
+document order.
 
 Pages are hostile input. The CSS patterns cannot backtrack (possessive quantifiers, and an
 unquoted ``url(`` stops at the next parenthesis or quote), so scanning is linear in the
@@ -24,7 +25,7 @@ MAX_URL = 8192  # longer "URLs" in CSS are not URLs
 _SELECTOR = (
     "a[href], area[href], link[href], img[src], img[srcset], script[src], iframe[src],"
     " frame[src], source[src], source[srcset], embed[src], video[src], audio[src],"
-    " [style], style"
+    " [style], style, meta[http-equiv][content]"
 )
 _ATTRIBUTES = ("href", "src")
 _CSS_URL = re.compile(
@@ -89,6 +90,28 @@ def _raw_links(tree: LexborHTMLParser, budget: _Budget) -> Iterator[str]:
             yield from _css(style, budget)
         if node.tag == "style":
             yield from _css(node.text(deep=True), budget)
+        elif node.tag == "meta":
+            target = _refresh(attributes)
+            if target:
+                yield target
+
+
+# <meta http-equiv="refresh" content="5; url='/next'">: a delay, then the URL, with or
+# without "url=" and quotes (the HTML standard's parse, which browsers, wget and Scrapy
+# follow). Linear: no quantifier can trade characters with another.
+_REFRESH = re.compile(
+    r"""\s*+[0-9.]++\s*+[;,]?+\s*+(?:url\s*+=\s*+)?+(?:"([^"]*+)|'([^']*+)|(\S.*+))""",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _refresh(attributes: dict[str, str | None]) -> str | None:
+    if (attributes.get("http-equiv") or "").strip().lower() != "refresh":
+        return None
+    found = _REFRESH.match((attributes.get("content") or "")[: MAX_URL + 64])
+    if found is None:
+        return None
+    return (found.group(1) or found.group(2) or found.group(3) or "").strip() or None
 
 
 def _srcset(value: str) -> Iterator[str]:
