@@ -53,4 +53,5 @@ def test_a_pipelines_page_that_always_fails_spends_its_tries(
     found = site_crawl.pages(db_url, crawl_id)
     assert site_crawl.fetched(found) == {u: d for u, d in truth.items() if d <= DEPTH}
     assert {u for u, p in found.items() if p["state"] == "FAILED"} == {url}
-    assert 4 <= asked[bad[1]] <= 8, asked[bad[1]]
+    # Its tries, and a few waits (see tests/integration/test_bad_page.py).
+    assert 4 <= asked[bad[1]] <= 20, asked[bad[1]]

@@ -43,9 +43,13 @@ def test_pages_that_always_fail_spend_their_tries_while_the_host_serves_the_rest
     found = site_crawl.pages(db_url, crawl_id)
     assert site_crawl.fetched(found) == {u: d for u, d in truth.items() if d <= DEPTH}
     assert {u for u, p in found.items() if p["state"] == "FAILED"} == bad
-    # One wait as the host's error, then the fetch task's tries (1 + 3 retries); an error
-    # while another page's error still holds the host back may count as the host's too.
+    # The fetch task's tries (1 + 3 retries), and a wait without a try for each failure
+    # that no answer of the host came between: the first, and any other that comes back
+    # from the host's block before the host's other pages do (they are spread over the
+    # same span after it). Each such wait doubles the block, so there are few: 5 asks a
+    # page here, 11 on a loaded CI run while the page still came back first every time;
+    # with the fault fixed here the page comes back until the grace (an hour).
     for key in (unavailable, dropped):
-        assert 4 <= asked[key[1]] <= 8, asked[key[1]]
+        assert 4 <= asked[key[1]] <= 20, asked[key[1]]
     # Every other page was asked once: the host was not made to fail them.
     assert all(n == 1 for path, n in asked.items() if path not in {unavailable[1], dropped[1]})

@@ -264,7 +264,7 @@ async def _fetch(
             "elapsed": max(0.0, time.time() - started),
         }
         ctx.custom(Fetched(item_id=ctx.id, attempt=ctx.attempt, record=record))
-        if await _host_backs_off(ctx, crawl_id, url, r.options.host_grace):
+        if await _host_backs_off(ctx, r, crawl_id, url):
             return None
         raise
     rt.finished.append((ctx.id, ctx.attempt))
@@ -359,7 +359,7 @@ async def _handle(
     )
     if too_long:
         raise RedirectLimit(record["error"])
-    if resp.status >= 500 and await _host_backs_off(ctx, crawl_id, url, r.options.host_grace):
+    if resp.status >= 500 and await _host_backs_off(ctx, r, crawl_id, url):
         return None
     _raise_for(resp)
     return {"status": resp.status, "size": resp.size, "links": len(found)}
@@ -399,14 +399,18 @@ class _Ready:
     delay: float  # the host's, its Crawl-delay included (the crawl's from an older tracker)
 
 
-async def _host_backs_off(ctx: Context, crawl_id: int, url: str, grace: float) -> bool:
+async def _host_backs_off(ctx: Context, r: _Ready, crawl_id: int, url: str) -> bool:
     """A host-level error (5xx, timeout, connection): the whole host backs off and the page
     waits for it without spending a try - until the host has failed too often in a row, or
     while the host answers other pages and this one fails again (politeness.host_failed)."""
-    until = await runtime().port.host_failed(ctx, crawl_id, url, grace)
+    until = await runtime().port.host_failed(ctx, crawl_id, url, r.options.host_grace)
     if until is None:
         return False
-    ctx.defer(until)
+    # Spread over the same span after the block as the host's other pages (the gate defers
+    # them so): due at the block's end exactly, this page came back first every time, and
+    # a page that always fails found the host's run still open, doubled its block and
+    # waited again, where another page's answer in between would have shown it its own.
+    ctx.defer(until + random.uniform(0, max(r.delay, 0.5)))
     return True
 
 
