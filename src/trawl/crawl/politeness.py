@@ -57,6 +57,13 @@ SLACK = 0.02
 MIN_SLACK = 0.005
 
 
+def after_block(until: float, delay: float, rng: random.Random) -> float:
+    """When a page held off by its host's block *until* comes back: at random within a
+    delay (at least half a second) after it, so the host's pages do not all return at once
+    and none is always first."""
+    return until + rng.uniform(0, max(delay, 0.5))
+
+
 def slack(delay: float) -> float:
     """What a host's next start adds to its *delay* after this one (none without a delay)."""
     return min(SLACK, max(delay / 10, MIN_SLACK)) if delay > 0 else 0.0
@@ -321,7 +328,7 @@ class Gate:
         """A deferral, or the start to reserve: the same rules as _RESERVE_POSTGRES."""
         plan, delay, crawl = w.plan, w.delay, w.crawl
         if blocked is not None and blocked > now:
-            return _defer(plan, blocked + self._rng.uniform(0, max(delay, 0.5)))
+            return _defer(plan, after_block(blocked, delay, self._rng))
         if crawl.concurrency <= 0:
             return _defer(plan, now + PAUSED_RETRY)
         start = max(now, next_at)

@@ -29,6 +29,7 @@ from trawl.crawl.politeness import (
     ROBOTS_PENDING,
     ROBOTS_WAIT_MAX,
     Plan,
+    after_block,
     capped_delay,
     slack,
 )
@@ -48,6 +49,7 @@ from trawl.store.crawls import CrawlRow
 # else is parsed in a thread, so leases, heartbeats and signals go on meanwhile.
 INLINE_BYTES = 64 << 10
 INLINE_MARKUP = 200  # tags and url( calls
+_RNG = random.Random()  # spreads pages coming back from a host's block (after_block)
 
 
 def _small(resp: Response) -> bool:
@@ -410,7 +412,7 @@ async def _host_backs_off(ctx: Context, r: _Ready, crawl_id: int, url: str) -> b
     # them so): due at the block's end exactly, this page came back first every time, and
     # a page that always fails found the host's run still open, doubled its block and
     # waited again, where another page's answer in between would have shown it its own.
-    ctx.defer(until + random.uniform(0, max(r.delay, 0.5)))
+    ctx.defer(after_block(until, r.delay, _RNG))
     return True
 
 
