@@ -202,12 +202,37 @@ def test_a_charset_python_knows_is_used() -> None:
         ('<a href="/caf\u00e9">'.encode() + "\u00e9".encode()[:1], "/caf\u00e9"),
         # A byte order mark says it all.
         (b"\xff\xfe" + '<a href="/caf\u00e9">'.encode("utf-16-le"), "/caf\u00e9"),
+        # A meta tag naming UTF-16, found as ASCII bytes: the page is not UTF-16.
+        (b'<meta charset="utf-16"><a href="/caf\xc3\xa9">', "/caf\u00e9"),
+        (b'<meta charset="UTF-16LE"><a href="/caf\xc3\xa9">', "/caf\u00e9"),
     ],
 )
 def test_an_undeclared_charset_is_sniffed_as_browsers_do(body: bytes, expected: str) -> None:
     resp = _page(body, **{"Content-Type": "text/html"})
     links = html_links(resp.text().encode(), "http://h/").urls
     assert links == [f"http://h{expected}"]
+
+
+@pytest.mark.parametrize(
+    ("bom", "encoding"),
+    [
+        (b"\xef\xbb\xbf", "utf-8"),
+        (b"\xff\xfe", "utf-16-le"),
+        (b"\xfe\xff", "utf-16-be"),
+    ],
+)
+def test_a_byte_order_mark_wins_over_the_header(bom: bytes, encoding: str) -> None:
+    """As in browsers (the HTML standard's encoding sniffing): a server's default charset
+    is often wrong for a file that says what it is."""
+    body = bom + '<a href="/caf\u00e9">x</a>'.encode(encoding)
+    resp = _page(body, **{"Content-Type": "text/html; charset=iso-8859-1"})
+    assert resp.text() == '<a href="/caf\u00e9">x</a>'
+
+
+def test_the_header_wins_over_a_meta_tag() -> None:
+    body = b'<meta charset="windows-1251"><a href="/caf\xe9">'
+    resp = _page(body, **{"Content-Type": "text/html; charset=latin-1"})
+    assert html_links(resp.text().encode(), "http://h/").urls == ["http://h/caf\u00e9"]
 
 
 @pytest.mark.parametrize(

@@ -65,7 +65,8 @@ class Response:
         raw = body.read(DECODE_LIMIT)
         body.seek(0)
         data = _decode(raw, (self.header("content-encoding") or "").lower())
-        charset = _charset(self.header("content-type") or "") or _sniffed(data)
+        # The HTML standard's order: a byte order mark, then the header, then a meta tag.
+        charset = _bom(data) or _charset(self.header("content-type") or "") or _meta(data)
         if charset is None:  # nothing declared: UTF-8 if it is, else as browsers guess
             try:
                 return data.decode("utf-8")
@@ -334,10 +335,23 @@ _BOMS = (
 )
 
 
-def _sniffed(data: bytes) -> str | None:
-    """The charset an undeclared page gives itself: a byte order mark, else a meta tag."""
+def _bom(data: bytes) -> str | None:
+    """The charset a byte order mark gives: it wins over the header, as in browsers (a
+    server's default charset is often wrong for a file that says what it is)."""
     for bom, charset in _BOMS:
         if data.startswith(bom):
             return charset
+    return None
+
+
+def _meta(data: bytes) -> str | None:
+    """The charset a meta tag in the first 1,024 bytes names. One naming UTF-16 is read as
+    UTF-8, as the HTML standard's prescan says: the tag was found as ASCII bytes, so the
+    page is not UTF-16 (that would have a byte order mark)."""
     found = _META_CHARSET.search(data, 0, 1024)
-    return _known(found.group(1).decode("ascii")) if found else None
+    if found is None:
+        return None
+    charset = _known(found.group(1).decode("ascii"))
+    if charset is not None and codecs.lookup(charset).name.startswith("utf-16"):
+        return "utf-8"
+    return charset
