@@ -1,19 +1,24 @@
-"""bench/polite: how close a polite crawl of one host comes to its delay, trawl beside wget.
+"""bench/polite: how close a polite crawl comes to its hosts' delay, trawl beside wget.
 
 A crawl held to ``--delay D`` on a single host can at best start a request every D
 seconds; the figure that matters is how near it gets to that, and what keeping to it costs
 the crawler's CPU (a gate that puts pages aside and takes them back again and again burns
-CPU while the host stands idle). Each row crawls the same one-host site (``random_graph``,
-every page reachable) served in this process with the kernel's receive stamps
-(:mod:`trawl.demo.httpd`), and reads the request starts from the server's log:
+CPU while the host stands idle). Each row crawls the same site (``random_graph``, every
+page reachable; one host, or ``--hosts N``) served in this process with the kernel's
+receive stamps (:mod:`trawl.demo.httpd`), and reads the request starts from the server's
+log:
 
-- ``of_delay``: the mean gap between request starts over D (1.0 = a start every delay
-  exactly; trawl adds a little slack by design, ``politeness.slack``);
-- ``min_gap``: the closest two starts, over D (below 1.0 the host's delay was broken,
-  beyond the clock stamps' jitter);
+- ``of_delay``: the mean gap between request starts on a host over D (1.0 = a start every
+  delay exactly; trawl adds a little slack by design, ``politeness.slack``);
+- ``min_gap``: the closest two starts on a host, over D (below 1.0 the host's delay was
+  broken, beyond the clock stamps' jitter);
+- ``of_ideal``: the crawl's span, first request to last, over the least it could be at
+  one request a delay per host with instant answers (:func:`ideal_span`). Over many hosts
+  this is the figure: a crawler whose pages wait for their host's start while holding
+  its requests leaves the other hosts idle;
 - ``cpu_ms``: the crawler's CPU (its process tree) per request;
 - ``vs wget``: the row's request rate over wget's (``wget -r --wait D``, one request at a
-  time, the delay after each answer) in the same run.
+  time, the delay after each answer, whatever the host) in the same run.
 
 ``--connections close`` answers every request with ``Connection: close``, as servers past
 their keep-alive do, so each request sets up a connection of its own; ``--latency S``
@@ -33,13 +38,14 @@ import shutil
 import sys
 import tempfile
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 from crawl_bench import TRAWL, measured, postgres_url
 
 from trawl.demo.httpd import Script, SiteServer
-from trawl.demo.site import random_graph
+from trawl.demo.site import Key, Site, random_graph
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("trawl-sqlite", "trawl-postgresql", "wget")
@@ -48,9 +54,11 @@ CONCURRENCY = 16
 OUT_DEGREE = 20  # random links a page: every page is reachable within a few hops
 
 
-def run_one(system: str, pages: int, delay: float, script: Script, work: Path) -> dict[str, Any]:
-    site = random_graph(pages, seed=1, out_degree=OUT_DEGREE, hosts=1)
-    with SiteServer(site, script, hosts=1) as server:
+def run_one(
+    system: str, pages: int, delay: float, script: Script, work: Path, hosts: int, concurrency: int
+) -> dict[str, Any]:
+    site = random_graph(pages, seed=1, out_degree=OUT_DEGREE, hosts=hosts)
+    with SiteServer(site, script, hosts=hosts) as server:
         root = server.origin["main"] + "/"
         cleanup: Any = None
         row: dict[str, Any]
@@ -62,21 +70,52 @@ def run_one(system: str, pages: int, delay: float, script: Script, work: Path) -
                     db = f"sqlite:///{work / 'crawl.db'}"
                 else:
                     db, cleanup = postgres_url()
-                row = measured(_trawl(db, root, delay, system.endswith("-x2")), work / "t.log")
+                args = _trawl(db, root, delay, system.endswith("-x2"), concurrency)
+                row = measured(args, work / "t.log")
         finally:
             if cleanup is not None:
                 pg, database = cleanup
                 pg.drop(database)
-        starts = sorted(r.at for r in server.requests("main") if r.path != "/robots.txt")
+        starts = {
+            label: sorted(r.at for r in server.requests(label) if r.path != "/robots.txt")
+            for label in server.labels
+        }
     if row["code"] != 0:
         raise SystemExit(f"{system} exited {row['code']}: see {work}")
     about = {"system": system, "delay": delay, "close": script.close, "latency": script.latency}
-    return _rated(about | row, starts, delay)
+    about |= {"hosts": hosts, "concurrency": 1 if system == "wget" else concurrency}
+    return _rated(about | row, starts, delay, ideal_span(site, delay))
 
 
-def _trawl(db: str, root: str, delay: float, two: bool) -> list[str]:
+def ideal_span(site: Site, delay: float) -> float:
+    """The least time from the first request to the last of a crawl of *site* to DEPTH at
+    one request a *delay* per host, were every answer instant: a page can go once a fetched
+    page links to it and its host's last request is a delay old. With many hosts the
+    hosts' delays are not the only bound: pages are found as the crawl goes."""
+    want = site.truth(DEPTH)
+    seen = {("main", "/")}
+    known: dict[str, deque[tuple[float, Key]]] = {}
+    known.setdefault("main", deque()).append((0.0, ("main", "/")))
+    free: dict[str, float] = {}
+    last = 0.0
+    while any(known.values()):
+        host, at = min(
+            ((h, max(q[0][0], free.get(h, 0.0))) for h, q in known.items() if q),
+            key=lambda pair: pair[1],
+        )
+        _, key = known[host].popleft()
+        free[host] = at + delay
+        last = at
+        for child in site.links(key):
+            if child in want and child not in seen:
+                seen.add(child)
+                known.setdefault(child[0], deque()).append((at, child))
+    return last
+
+
+def _trawl(db: str, root: str, delay: float, two: bool, concurrency: int) -> list[str]:
     args = [str(TRAWL), "--db", db, "crawl", root, "--depth", str(DEPTH), "--delay", str(delay)]
-    args += ["--concurrency", str(CONCURRENCY), "--no-robots", "--no-progress"]
+    args += ["--concurrency", str(concurrency), "--no-robots", "--no-progress"]
     return args + (["--processes", "2"] if two else [])
 
 
@@ -85,22 +124,31 @@ def _wget(root: str, delay: float, work: Path) -> list[str]:
     return [*args, "-P", str(work / "files"), "-nv", root]
 
 
-def _rated(row: dict[str, Any], starts: list[float], delay: float) -> dict[str, Any]:
-    gaps = [b - a for a, b in itertools.pairwise(starts)]
-    row["requests"] = len(starts)
-    row["rate"] = len(gaps) / (starts[-1] - starts[0]) if gaps else 0.0
+def _rated(
+    row: dict[str, Any], starts: dict[str, list[float]], delay: float, ideal: float
+) -> dict[str, Any]:
+    """The row's figures from each host's request starts. The gaps are each host's own;
+    the rate and the span are the whole crawl's, first request to last."""
+    gaps = [b - a for host in starts.values() for a, b in itertools.pairwise(host)]
+    every = sorted(at for host in starts.values() for at in host)
+    span = every[-1] - every[0] if len(every) > 1 else 0.0
+    row["requests"] = len(every)
+    row["rate"] = (len(every) - 1) / span if span else 0.0
     row["of_delay"] = sum(gaps) / len(gaps) / delay if gaps else 0.0
     row["min_gap"] = min(gaps) / delay if gaps else 0.0
-    row["cpu_ms"] = 1000 * row["cpu_s"] / len(starts) if starts else 0.0
+    row["of_ideal"] = span / ideal if ideal else 0.0
+    row["cpu_ms"] = 1000 * row["cpu_s"] / len(every) if every else 0.0
     return row
 
 
 def _line(row: dict[str, Any]) -> str:
     return (
-        f"{row['system']:<20} delay {row['delay']:5.2f}  "
+        f"{row['system']:<20} hosts {row['hosts']:3}  c {row['concurrency']:3}  "
+        f"delay {row['delay']:5.2f}  "
         f"{'close' if row['close'] else 'keep-alive':<10} latency {row['latency']:4.2f}  "
         f"requests {row['requests']:5}  "
         f"{row['rate']:6.2f}/s  mean gap {row['of_delay']:5.3f}x delay  "
+        f"span {row['of_ideal']:5.2f}x ideal  "
         f"min gap {row['min_gap']:5.3f}x  {row['cpu_ms']:6.2f} CPU ms/request  "
         f"vs wget {row.get('vs_wget', '-')}"
     )
@@ -108,7 +156,11 @@ def _line(row: dict[str, Any]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pages", type=int, default=120, help="pages of the one host")
+    parser.add_argument("--pages", type=int, default=120, help="pages of the site")
+    parser.add_argument("--hosts", type=int, default=1, help="hosts the pages are spread over")
+    parser.add_argument(
+        "--concurrency", type=int, default=CONCURRENCY, help="trawl's --concurrency"
+    )
     parser.add_argument("--delay", type=float, default=0.25, help="seconds (--delay, --wait)")
     parser.add_argument("--connections", choices=("keep-alive", "close"), default="keep-alive")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
@@ -132,7 +184,9 @@ def main() -> int:
         for i, system in enumerate(systems):
             place = work / f"{i}-{system}"
             place.mkdir()
-            rows.append(run_one(system, args.pages, args.delay, script, place))
+            rows.append(
+                run_one(system, args.pages, args.delay, script, place, args.hosts, args.concurrency)
+            )
             print(_line(rows[-1]), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -141,7 +195,8 @@ def main() -> int:
         for row in rows:
             row["vs_wget"] = f"{row['rate'] / wget['rate']:.2f}x"
         print("\n".join(_line(r) for r in rows))
-    meta = {"cpus": os.cpu_count(), "depth": DEPTH, "concurrency": CONCURRENCY, "at": time.time()}
+    meta = {"cpus": os.cpu_count(), "depth": DEPTH, "concurrency": args.concurrency}
+    meta |= {"at": time.time(), "hosts": args.hosts}
     meta |= {"pages": args.pages, "delay": args.delay, "connections": args.connections}
     meta |= {"latency": args.latency}
     (HERE / "results").mkdir(exist_ok=True)

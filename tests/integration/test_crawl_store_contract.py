@@ -24,6 +24,7 @@ from trawl.engine.commit import commit
 from trawl.model import effects as fx
 from trawl.model.states import Outcome
 from trawl.store.crawls import FETCH_TASK
+from trawl.store.sql import q
 from trawl.store.store import Store
 
 SEED = "http://a.test/"
@@ -109,7 +110,7 @@ def test_abort_parks_pages_and_resume_makes_them_due(store: Store) -> None:
 def test_a_host_spaces_its_starts_by_the_delay_and_caps_requests_in_flight(
     store: Store, clock: FakeClock
 ) -> None:
-    options = Options(robots=False, delay=0.5, per_host=1)
+    options = Options(robots=False, delay=0.2, per_host=1)  # the next start is within HOLD
     crawl_id = _crawl(store, options=options)
     other = f"{SEED}a"
     _found(store, crawl_id, SEED, other)
@@ -123,7 +124,7 @@ def test_a_host_spaces_its_starts_by_the_delay_and_caps_requests_in_flight(
     done = [(first_id(crawl_id), 1)]
     second = gate.begin(store, crawl_id, other, page_id(crawl_id, other), 1, done)
     assert second.action == "fetch"
-    assert second.start_at >= first.start_at + 0.5
+    assert second.start_at >= first.start_at + 0.2
 
 
 def first_id(crawl_id: int) -> str:
@@ -197,6 +198,41 @@ def test_a_page_failing_again_while_its_host_answers_others_spends_its_tries(
     # Another page's first error is the host's, whatever this page did.
     other = host_failed(store, "a.test", grace=60, crawl_id=crawl_id, url=f"{SEED}other")
     assert other is not None
+
+
+@pytest.mark.parametrize("spent", [1, 0])
+def test_a_page_at_fault_stays_so_while_no_answer_comes_between(
+    store: Store, clock: FakeClock, spent: int
+) -> None:
+    """Two pages that always fail outlive their host's other pages: one opens a run of
+    errors that no answer will end. A page whose last attempt failed at host level and
+    spent a try (it was found at fault) spends its next try too, rather than waiting for
+    the run to end until the grace runs out; a page that never spent one waits, as in an
+    outage."""
+    crawl_id = _crawl(store)
+    bad = f"{SEED}bad"
+    _found(store, crawl_id, SEED, bad)
+    with store.write():
+        row = _attempt(crawl_id, 1, digest="sha1:AAAA", warc=("c.warc.gz", 0, 1))
+        store.crawls.add_attempts([row | {"url": bad, "outcome": "retry", "status_code": 503}])
+        store.db.send(
+            q("UPDATE jobs SET fail_count = :n WHERE item_id = :id"),
+            {"n": spent, "id": page_id(crawl_id, bad)},
+        )
+    opened = host_failed(store, "a.test", grace=60, crawl_id=crawl_id, url=f"{SEED}other")
+    assert opened is not None, "the other bad page's first error opens a run"
+    clock.now = opened
+    again = host_failed(store, "a.test", grace=60, crawl_id=crawl_id, url=bad)
+    with store.read():
+        _, blocked, errors = store.crawls.host("a.test", known=True)
+    if spent:
+        assert again is None, "the page's own failure spends a try"
+        assert errors == 1, "and is not counted against the host"
+        assert blocked == opened, "nor holds the host back longer"
+    else:
+        assert again is not None
+        assert again > clock.now
+        assert errors == 2
 
 
 def test_robots_txt_is_kept_for_every_worker(store: Store, clock: FakeClock) -> None:

@@ -54,7 +54,7 @@ def test_a_page_that_gave_up_its_robots_fetch_leaves_it_to_the_next(store: Store
     seed = "http://a.test/"
     pages = [f"{seed}{n}" for n in range(3)]
     operations.register(store, make_app().get(FETCH_TASK).info())
-    options = Options(robots=True, delay=0.5, timeout=5.0)
+    options = Options(robots=True, delay=0.2, timeout=5.0)  # a second start within HOLD
     crawl_id = operations.create(store, operations.CrawlSpec(seeds=(seed,), options=options))
     with store.write():
         discover(store.crawls, crawl_id, seed, [Found(url=u) for u in pages], store.clock())

@@ -25,7 +25,7 @@ from trawl.crawl.outcomes import Fetched, Parked, Skipped
 from trawl.crawl.pacing import latest_send
 from trawl.crawl.politeness import (
     BUSY_RETRY,
-    HOLD,
+    PERMIT_WAIT,
     ROBOTS_PENDING,
     ROBOTS_WAIT_MAX,
     Plan,
@@ -85,7 +85,7 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
             tries -= 1
         # A request of the crawl's concurrency in this process before the gate is asked
         # (crawl/inflight.py); given back once the request is done, whatever the plan.
-        permit = await rt.in_flight.acquire(crawl_id, within=HOLD)
+        permit = await rt.in_flight.acquire(crawl_id, within=PERMIT_WAIT)
         if permit is None:  # the crawl's requests are all out here, and stay out
             ctx.defer(time.time() + BUSY_RETRY * random.uniform(1.0, 2.0))
             return None

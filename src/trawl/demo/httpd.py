@@ -23,7 +23,7 @@ from email.utils import formatdate
 from pathlib import Path
 
 from trawl.demo import stamps
-from trawl.demo.site import HOSTS, Key, Site, generate, render
+from trawl.demo.site import HOSTS, Key, Site, generate, host_labels, render
 
 ACCEPT_RETRY = 0.05  # seconds before taking connections again after an error
 REASONS = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 503: "Service Unavailable"}
@@ -57,7 +57,7 @@ class SiteServer:
     def __init__(self, site: Site, script: Script | None = None, hosts: int = len(HOSTS)) -> None:
         self.site = site
         self.script = script or Script()
-        self.labels = HOSTS[:hosts]
+        self.labels = host_labels(hosts)
         self.log: list[Request] = []
         self.busy = 0  # requests being answered now, across hosts
         self.busiest = 0  # the most ever answered at once: a crawl's concurrency on the wire

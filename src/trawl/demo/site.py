@@ -106,10 +106,15 @@ def generate(pages: int = 500, seed: int = 1) -> Site:
     return Site(pages=site, robots=robots, seed=seed)
 
 
+def host_labels(hosts: int) -> tuple[str, ...]:
+    """The labels of *hosts* hosts: :data:`HOSTS`, then ``h3``, ``h4``... for a broad site."""
+    return HOSTS[:hosts] + tuple(f"h{i}" for i in range(len(HOSTS), hosts))
+
+
 def random_graph(pages: int, seed: int, out_degree: int = 3, hosts: int = 2) -> Site:
     """Pages ``/n/<i>`` on *hosts* hosts with random links; no robots.txt, no calendar."""
     rng = random.Random(seed)
-    labels = HOSTS[:hosts]
+    labels = host_labels(hosts)
     keys: list[Key] = [(labels[i % hosts], f"/n/{i}") for i in range(pages)]
     site = {("main", "/"): Page(links=rng.sample(keys, min(out_degree, pages)))}
     for key in keys:

@@ -218,6 +218,7 @@ _FAILED_LAST = q(
     "SELECT outcome = 'retry' AND (status_code IS NULL OR status_code >= 500)"
     " FROM crawl_attempts WHERE crawl_id = :crawl_id AND url = :url ORDER BY id DESC LIMIT 1"
 )
+_FAIL_COUNT = q(f"SELECT fail_count FROM jobs WHERE item_id = :item_id AND task = '{FETCH_TASK}'")
 _HOST_OK = q(
     "UPDATE crawl_hosts SET errors = 0, errors_since = NULL WHERE host = :host AND errors > 0"
 )
@@ -585,6 +586,12 @@ class CrawlTables:
         5xx): the attempt being made now is not recorded yet."""
         rows = self.db.fetch(_FAILED_LAST, {"crawl_id": crawl_id, "url": url})
         return bool(rows and rows[0][0])
+
+    def tries_spent(self, item_id: str) -> int:
+        """The page's consecutive attempts that failed and spent a try (an attempt that
+        waited for its host without spending one does not count; a success resets it)."""
+        rows = self.db.fetch(_FAIL_COUNT, {"item_id": item_id})
+        return int(rows[0][0]) if rows else 0
 
     def host_ok(self, host: str) -> None:
         self.db.send(_HOST_OK, {"host": host})
