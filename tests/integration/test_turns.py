@@ -109,6 +109,30 @@ def test_a_page_whose_start_is_further_off_than_hold_is_put_aside_not_held(
     assert (plan.action, plan.start_at) == ("fetch", approx(near))
 
 
+def test_a_request_begun_early_to_connect_is_held_and_woken_that_much_earlier(
+    store: Store, clock: FakeClock
+) -> None:
+    """A host that closes its connections: its requests are begun their setup's time
+    before their start (Ask.lead). A start that far beyond HOLD is still waited for, and
+    a page put aside wakes that much before its turn: woken TURN_LEAD before, it could not
+    connect by its start, missed it and took the host's next one."""
+    crawl_id = _crawl(store, delay=1.0)
+    gate = Gate(random.Random(1))
+    lead = 0.3
+
+    def ask(url: str) -> Ask:
+        return Ask(crawl_id=crawl_id, url=url, item_id=page_id(crawl_id, url), attempt=1, lead=lead)
+
+    near = clock.now + HOLD + lead - 0.01
+    _book(store, near)
+    (held,) = gate.begin_many(store, [ask(PAGES[0])])
+    assert (held.action, held.start_at) == ("fetch", approx(near))
+    far = clock.now + 5.0
+    _book(store, far)
+    (aside,) = gate.begin_many(store, [ask(PAGES[1])])
+    assert (aside.action, aside.until) == ("defer", approx(far - TURN_LEAD - lead))
+
+
 def test_a_page_woken_for_its_turn_reserves_that_start(store: Store, clock: FakeClock) -> None:
     crawl_id = _crawl(store, delay=DELAY)
     gate = Gate(random.Random(1))

@@ -107,6 +107,11 @@ class Ask:
     item_id: str
     attempt: int
     finished: tuple[tuple[str, int], ...] = ()
+    # How long before its start the request is begun, to connect by then (crawl/setups.py):
+    # a start this much further off is still held for, and a page put aside wakes this
+    # much earlier for its turn. Without it, a page of a host that closes its connections
+    # came back TURN_LEAD before its start, less than its connection took, and missed it.
+    lead: float = 0.0
 
 
 class _Tables:
@@ -346,9 +351,9 @@ class Gate:
         if on_crawl >= crawl.concurrency or (on_host >= w.per_host and delay <= 0):
             return _defer(plan, now + max(delay, BUSY_RETRY) * self._rng.uniform(1.0, 2.0))
         if on_host >= w.per_host:  # (not before its slot is free: at least BUSY_RETRY)
-            return _defer(plan, max(self._turn(w, start) - TURN_LEAD, now + BUSY_RETRY))
-        if start - now > HOLD:
-            return _defer(plan, self._turn(w, start) - TURN_LEAD)
+            return _defer(plan, max(self._turn(w, start) - w.wake, now + BUSY_RETRY))
+        if start - now > w.hold:
+            return _defer(plan, self._turn(w, start) - w.wake)
         self._started(w, next_at, now)
         return start
 
@@ -415,6 +420,16 @@ class _Wanted:
         return self.options.per_host or self.crawl.concurrency
 
     @property
+    def hold(self) -> float:
+        """How far off a start may be and still be waited for in the task."""
+        return HOLD + self.ask.lead
+
+    @property
+    def wake(self) -> float:
+        """How long before its turn a page put aside comes back."""
+        return TURN_LEAD + self.ask.lead
+
+    @property
     def step(self) -> float:
         """How far the host's next start moves past this one."""
         return self.delay + slack(self.delay)
@@ -433,7 +448,7 @@ class _Wanted:
             "now": now,
             "concurrency": self.crawl.concurrency,
             "per_host": self.per_host,
-            "hold": HOLD,
+            "hold": self.hold,
             "step": self.step,
             "span": self.span,
             "item_id": self.ask.item_id,

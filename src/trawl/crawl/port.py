@@ -35,8 +35,11 @@ Finished = list[tuple[str, int]]  # (item id, attempt) of requests done, slots n
 
 
 class Port(Protocol):
-    async def begin(self, ctx: Context, crawl_id: int, url: str, finished: Finished) -> Plan:
-        """Plan *ctx*'s attempt at *url*: fetch (when), robots.txt first, defer, skip or park."""
+    async def begin(
+        self, ctx: Context, crawl_id: int, url: str, finished: Finished, lead: float = 0.0
+    ) -> Plan:
+        """Plan *ctx*'s attempt at *url*: fetch (when), robots.txt first, defer, skip or park.
+        *lead*: how long before its start the request would be begun (politeness.Ask)."""
 
     async def robots_fetched(
         self, ctx: Context, host: str, robots: tuple[int, str], not_before: float
@@ -80,13 +83,16 @@ class LocalPort:
         self._plans = plan_batcher(gate)
         self._payloads = payload_batcher()
 
-    async def begin(self, ctx: Context, crawl_id: int, url: str, finished: Finished) -> Plan:
+    async def begin(
+        self, ctx: Context, crawl_id: int, url: str, finished: Finished, lead: float = 0.0
+    ) -> Plan:
         ask = Ask(
             crawl_id=crawl_id,
             url=url,
             item_id=ctx.id,
             attempt=ctx.attempt,
             finished=tuple(finished),
+            lead=lead,
         )
         return await self._plans.ask(ctx.with_store, ask)
 

@@ -72,7 +72,12 @@ class RemotePort:
         # crawl and url); one from before refuses them as unknown fields.
         self._page_errors = True
 
-    async def begin(self, ctx: Context, crawl_id: int, url: str, finished: Finished) -> Plan:
+    async def begin(
+        self, ctx: Context, crawl_id: int, url: str, finished: Finished, lead: float = 0.0
+    ) -> Plan:
+        # The lead is not sent: the tracker's gate holds and wakes pages as for a kept-alive
+        # host (a pipeline's request to a host that closes its connections may miss the
+        # start it was given when it was put aside, and takes the host's next one).
         request = wire.CrawlBeginRequest(
             crawl=crawl_id, url=url, item_id=ctx.id, attempt=ctx.attempt, finished=finished
         )

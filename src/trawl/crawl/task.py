@@ -90,7 +90,8 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
             ctx.defer(time.time() + BUSY_RETRY * random.uniform(1.0, 2.0))
             return None
         try:
-            plan = await rt.port.begin(ctx, crawl_id, url, rt.take_finished())
+            lead = rt.setups.lead(urls.host(url))
+            plan = await rt.port.begin(ctx, crawl_id, url, rt.take_finished(), lead)
             if plan.crawl is not None:
                 rt.in_flight.limit(crawl_id, plan.crawl.concurrency)
             if (
