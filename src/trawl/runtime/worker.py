@@ -377,8 +377,13 @@ class Worker:
         return not busy and epoch == self._commits
 
     async def _wait(self, seconds: float) -> None:
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel that
+        # lands as the wake fires, so a claim loop told to stop (another lane failed) ran
+        # on and the worker never exited (test_a_lane_that_fails_stops_the_worker..., one
+        # run in 20 with both cores busy; tests/unit/test_worker_wait.py).
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), seconds)
+            async with asyncio.timeout(seconds):
+                await self._wake.wait()
         self._wake.clear()
 
     def _start(self, job: ClaimedJob) -> None:
