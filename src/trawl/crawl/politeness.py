@@ -34,7 +34,8 @@ from trawl.store.store import Store
 # for its start holds one of the crawl's requests and a worker slot, so a long hold starves
 # the other hosts: at 1 s, a crawl of 100 hosts at --delay 1 with 8 requests made 44 pages
 # a second of the 100 its hosts allowed, 93 at 0.25 s. Deferred, a page wakes TURN_LEAD
-# before its turn and then waits in the task.
+# before its turn and then waits in the task. Both grow by the time a request is begun
+# early to connect (Ask.lead).
 HOLD = 0.25
 # A task waits this long for one of its crawl's requests in this process (crawl/inflight.py)
 # before it defers: no page can go before one is given back, so waiting costs no host.

@@ -74,6 +74,7 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
     """The ``trawl.fetch`` task."""
     rt = runtime()
     crawl_id, url = int(ctx.data["crawl"]), str(ctx.data["url"])
+    host = urls.host(url)
     robots_wait: float | None = None
     waited = 0.0  # seconds spent waiting for another page's robots.txt fetch
     tries = 3  # plans that may end in a missed start; waits for robots.txt do not count
@@ -90,7 +91,9 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
             ctx.defer(time.time() + BUSY_RETRY * random.uniform(1.0, 2.0))
             return None
         try:
-            lead = rt.setups.lead(urls.host(url))
+            # A page's request to a host slow to connect is begun early (crawl/setups.py),
+            # so the gate holds it and wakes it that much earlier too (politeness.Ask).
+            lead = rt.setups.lead(host)
             plan = await rt.port.begin(ctx, crawl_id, url, rt.take_finished(), lead)
             if plan.crawl is not None:
                 rt.in_flight.limit(crawl_id, plan.crawl.concurrency)
@@ -106,10 +109,9 @@ async def fetch_page(ctx: Context) -> dict[str, Any] | None:
                 _set_aside(ctx, plan, crawl_id, url)
                 return None
             start = rt.port.local_time(plan.start_at)
-            host = urls.host(url)
-            # A page's request to a host slow to connect is begun early (crawl/setups.py);
-            # it waits for its start in the client, connected (_on_start).
-            await _sleep_until(start - (rt.setups.lead(host) if plan.action == "fetch" else 0))
+            # Begun by the lead it was planned with, it waits for its start in the client,
+            # connected (_on_start).
+            await _sleep_until(start - (lead if plan.action == "fetch" else 0))
             # The margin is half the slack the gate added to this host's spacing, which is
             # its delay with any Crawl-delay (_Ready.delay), not the crawl's delay alone. A
             # busy loop may wake us past it: the client finds that out as it sends, and the
