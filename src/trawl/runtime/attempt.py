@@ -47,9 +47,12 @@ async def run_attempt(
             deadlines[job.job_id] = started + d.timeout
             value = await d.fn(ctx)
         else:
-            # A thread cannot be cancelled: wait_for abandons its future instead.
+            # A thread cannot be cancelled: the timeout abandons its future instead. Not
+            # wait_for: on 3.11 it swallows a shutdown's cancel that lands as the thread
+            # ends, and the attempt ran on to a commit the worker had given up on.
             loop = asyncio.get_running_loop()
-            value = await asyncio.wait_for(_in_daemon_thread(loop, d.fn, ctx), d.timeout)
+            async with asyncio.timeout(d.timeout):
+                value = await _in_daemon_thread(loop, d.fn, ctx)
         encoded = None if value is None else _encode_result(d.name, value)
     except asyncio.CancelledError:
         if not d.is_async or job.job_id in deadlines:

@@ -54,10 +54,11 @@ async def _run(d: TaskDef, job: ClaimedJob, db: StoreThread) -> DryRunJob:
     )
     report = DryRunJob(item=job.item_id, task=d.name, outcome="done")
     try:
-        if d.is_async:
-            value = await asyncio.wait_for(d.fn(ctx), d.timeout)
-        else:
-            value = await asyncio.wait_for(asyncio.to_thread(d.fn, ctx), d.timeout)
+        async with asyncio.timeout(d.timeout):  # not wait_for: it can swallow a Ctrl-C
+            if d.is_async:
+                value = await d.fn(ctx)
+            else:
+                value = await asyncio.to_thread(d.fn, ctx)
         report.result = value
     except Exception as error:
         report.outcome, report.error = "failed", f"{type(error).__name__}: {error}"

@@ -33,8 +33,11 @@ class Wakeups:
             self.start()
         assert self._event is not None
         event = self._event
+        # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that lands as
+        # the event fires (see runtime/worker.py's _wait), and a session told to stop ran on.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), self.poll if within is None else within)
+            async with asyncio.timeout(self.poll if within is None else within):
+                await event.wait()
 
     def _fire(self) -> None:
         if self._event is not None:

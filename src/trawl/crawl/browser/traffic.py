@@ -125,7 +125,8 @@ class Traffic:
             self._changed.clear()
             wait = left if self._inflight else min(left, QUIET - quiet_for)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), wait)
+                async with asyncio.timeout(wait):  # not wait_for: it can swallow a cancel
+                    await self._changed.wait()
 
 
 def _main_navigation(request: Request) -> bool:

@@ -89,8 +89,11 @@ class Subscriber:
 
     async def wait(self, within: float) -> tuple[dict[str, str], list[JournalEntry]]:
         """What arrived since the last call (empty after *within* seconds of nothing)."""
+        # asyncio.timeout, not wait_for: on 3.11 wait_for swallows a cancel that lands as
+        # the event fires (see runtime/worker.py's _wait), and a closed page's feed ran on.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ready.wait(), within)
+            async with asyncio.timeout(within):
+                await self._ready.wait()
         self._ready.clear()
         pieces, self.pieces = self.pieces, {}
         entries = list(self.entries)
@@ -179,7 +182,8 @@ class Feed:
     async def _run(self) -> None:
         while not self._stopping:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), self.refresh)
+                async with asyncio.timeout(self.refresh):  # not wait_for, as in wait()
+                    await self._kick.wait()
             self._kick.clear()
             if not self._stopping:
                 await self.tick()
