@@ -133,6 +133,32 @@ def test_a_request_begun_early_to_connect_is_held_and_woken_that_much_earlier(
     assert (aside.action, aside.until) == ("defer", approx(far - TURN_LEAD - lead))
 
 
+def test_a_request_begun_early_to_connect_gets_an_idle_hosts_start_no_sooner_than_its_lead(
+    store: Store, clock: FakeClock
+) -> None:
+    """It cannot go out before it has connected: given the idle host's start at now, it
+    missed it, and took a new start, a delay later if another page reserved the next."""
+    crawl_id = _crawl(store, delay=DELAY, per_host=4)  # the earlier pages' slots stay taken
+    gate = Gate(random.Random(1))
+    lead = 0.3
+
+    def ask(url: str, lead: float) -> Ask:
+        return Ask(crawl_id=crawl_id, url=url, item_id=page_id(crawl_id, url), attempt=1, lead=lead)
+
+    (early,) = gate.begin_many(store, [ask(PAGES[0], lead)])
+    assert (early.action, early.start_at) == ("fetch", approx(clock.now + lead))
+    clock.now += 10.0  # the host idle again
+    (plain,) = gate.begin_many(store, [ask(PAGES[1], 0.0)])
+    assert (plain.action, plain.start_at) == ("fetch", approx(clock.now))
+    clock.now += 10.0
+    _book(store, clock.now + lead / 2)  # a start booked further off than the lead stands
+    (booked,) = gate.begin_many(store, [ask(PAGES[2], lead)])
+    assert booked.start_at == approx(clock.now + lead)
+    _book(store, clock.now + 1.5 * lead)  # (within HOLD + lead: held for)
+    (later,) = gate.begin_many(store, [ask(PAGES[3], lead)])
+    assert later.start_at == approx(clock.now + 1.5 * lead)
+
+
 def test_a_page_woken_for_its_turn_reserves_that_start(store: Store, clock: FakeClock) -> None:
     crawl_id = _crawl(store, delay=DELAY)
     gate = Gate(random.Random(1))

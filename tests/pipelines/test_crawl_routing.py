@@ -14,6 +14,7 @@ from trawl.crawl import operations
 from trawl.crawl.app import make_app
 from trawl.crawl.operations import CrawlSpec
 from trawl.crawl.options import Options
+from trawl.crawl.politeness import HOLD, TURN_LEAD, slack
 from trawl.store import migrate
 from trawl.store.crawls import FETCH_TASK, CrawlTables
 from trawl.store.store import Store
@@ -172,6 +173,51 @@ def test_plans_asked_at_once_are_each_answered_and_a_page_not_held_fails_alone(
         assert {r["payload"]["action"] for r in (replies[0], replies[2])} == {"fetch"}
         for raw in (one, two):
             await raw.ws.close()
+
+    run(main)
+
+
+def test_a_pipelines_lead_holds_a_start_that_much_further_off(tracker: Tracker) -> None:
+    """crawl.begin's ``lead`` (the pipeline begins its request that long before its start,
+    to connect by then): a start beyond HOLD but within HOLD plus the lead is still given
+    to the page, and a page put aside wakes the lead earlier for its turn. Without a lead
+    the same start puts the page aside. A lead past its bound is refused by name."""
+    delay, lead = 0.8, 0.7
+    step = delay + slack(delay)
+    assert HOLD < step < HOLD + lead < 2 * step - HOLD
+    seeds = tuple(f"http://lead.invalid/{n}" for n in range(4))
+    with Store(tracker.db) as store:
+        migrate.ensure(store.db, auto=store.is_sqlite)
+        operations.register(store, make_app().get(FETCH_TASK).info())
+        crawl_id = operations.create(
+            store, CrawlSpec(seeds=seeds, options=Options(robots=False, delay=delay))
+        )
+    tracker.pipeline("p1")
+
+    async def main() -> None:
+        raw, _ = await join(tracker, "p1", tasks=FETCH)
+        jobs = (await raw.ok("claim", {"limit": 4}))["jobs"]
+        assert len(jobs) == 4
+        first = await raw.ok("crawl.begin", _begin(crawl_id, jobs[0]))
+        held = await raw.ok("crawl.begin", _begin(crawl_id, jobs[1]) | {"lead": lead})
+        aside = await raw.ok("crawl.begin", _begin(crawl_id, jobs[2]) | {"lead": lead})
+        plain = await raw.ok("crawl.begin", _begin(crawl_id, jobs[3]))
+        assert [p["action"] for p in (first, held, aside, plain)] == [
+            "fetch",
+            "fetch",
+            "defer",
+            "defer",
+        ]
+        assert held["start_at"] == pytest.approx(first["start_at"] + step, abs=0.01)
+        # Their turns are the host's next two starts, one step apart; the page with a lead
+        # is woken that much earlier than the one without.
+        turns = [first["start_at"] + k * step for k in (2, 3)]
+        assert aside["until"] == pytest.approx(turns[0] - TURN_LEAD - lead, abs=0.01)
+        assert plain["until"] == pytest.approx(turns[1] - TURN_LEAD, abs=0.01)
+        too_far = await raw.request("crawl.begin", _begin(crawl_id, jobs[3]) | {"lead": 1.5})
+        assert too_far["status"] == "error"
+        assert "lead" in too_far["payload"]["message"], too_far
+        await raw.ws.close()
 
     run(main)
 

@@ -348,7 +348,10 @@ class Gate:
             return _defer(plan, after_block(blocked, delay, self._rng))
         if crawl.concurrency <= 0:
             return _defer(plan, now + PAUSED_RETRY)
-        start = max(now, next_at)
+        # A request begun its lead early cannot go out before now plus that lead: an idle
+        # host's start lies there, not at now, which a request still connecting would miss
+        # and then take the host's next start, a delay later if another page reserved it.
+        start = max(now + w.ask.lead, next_at)
         if on_crawl >= crawl.concurrency or (on_host >= w.per_host and delay <= 0):
             return _defer(plan, now + max(delay, BUSY_RETRY) * self._rng.uniform(1.0, 2.0))
         if on_host >= w.per_host:  # (not before its slot is free: at least BUSY_RETRY)
@@ -447,6 +450,7 @@ class _Wanted:
             "host_key": host_key,
             "crawl_key": crawl_key,
             "now": now,
+            "earliest": now + self.ask.lead,
             "concurrency": self.crawl.concurrency,
             "per_host": self.per_host,
             "hold": self.hold,

@@ -71,15 +71,33 @@ class RemotePort:
         # Whether the tracker takes the page with a host's error (crawl.host_failed's
         # crawl and url); one from before refuses them as unknown fields.
         self._page_errors = True
+        # Whether the tracker takes crawl.begin's lead; one from before refuses it.
+        self._leads = True
 
     async def begin(
         self, ctx: Context, crawl_id: int, url: str, finished: Finished, lead: float = 0.0
     ) -> Plan:
-        # The lead is not sent: the tracker's gate holds and wakes pages as for a kept-alive
-        # host (a pipeline's request to a host that closes its connections may miss the
-        # start it was given when it was put aside, and takes the host's next one).
+        if lead > 0 and self._leads:
+            try:
+                return await self._begin(
+                    ctx, crawl_id, url, finished, lead=min(lead, wire.LEAD_MAX)
+                )
+            except RequestRefused as refused:
+                if "unknown field `lead`" not in str(refused):
+                    raise
+            # A tracker from before: its gate holds and wakes pages as for a kept-alive
+            # host, so a request to a host that closes its connections may miss a start it
+            # was given when put aside, and take the host's next one.
+            self._leads = False
+        return await self._begin(ctx, crawl_id, url, finished)
+
+    async def _begin(
+        self, ctx: Context, crawl_id: int, url: str, finished: Finished, **lead: float
+    ) -> Plan:
+        # No lead, no field: msgspec's omit_defaults leaves out only the default's own
+        # 0.0 object, not any equal float, and a tracker from before refuses the field.
         request = wire.CrawlBeginRequest(
-            crawl=crawl_id, url=url, item_id=ctx.id, attempt=ctx.attempt, finished=finished
+            crawl=crawl_id, url=url, item_id=ctx.id, attempt=ctx.attempt, finished=finished, **lead
         )
         return plan_from_wire(await self.connection.request("crawl.begin", request, wire.CrawlPlan))
 

@@ -368,16 +368,24 @@ class ClockRequest(Struct):
 # -- crawling (trawl worker --crawl): the tracker grants politeness permits ---------------------
 
 
+# The most a request may be begun ahead of its start (crawl.begin's lead), and a moved start
+# lie ahead of the tracker's now (crawl.pace's lead).
+LEAD_MAX = 1.0
+
+
 class CrawlBeginRequest(Struct):
     """``crawl.begin``: plan the attempt at a page the pipeline holds (its job's lease):
     fetch (from ``start_at``), robots.txt first, defer, skip or park. *finished*: requests
-    done since the last one, whose politeness slots are freed."""
+    done since the last one, whose politeness slots are freed. *lead*: how long before its
+    start the pipeline begins the request, to have its connection by then; a start that
+    much further off is still waited for, and a page put aside is woken that much earlier."""
 
     crawl: JobId
     url: Text
     item_id: Text
     attempt: Annotated[int, msgspec.Meta(ge=1)]
     finished: list[tuple[Text, int]] = []
+    lead: Annotated[float, msgspec.Meta(ge=0, le=LEAD_MAX)] = 0.0
 
 
 class CrawlPlan(Struct):
@@ -426,10 +434,6 @@ class HostFailedRequest(Struct):
 
 class HostFailedReply(Struct):
     until: float | None  # the page waits until then without spending a try; null: it counts
-
-
-# The most a moved start may lie ahead of the tracker's now (crawl.pace's lead).
-LEAD_MAX = 1.0
 
 
 class PaceRequest(Struct):

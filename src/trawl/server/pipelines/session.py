@@ -375,6 +375,7 @@ class PipelineSession(Session):
                 item_id=r.item_id,
                 attempt=r.attempt,
                 finished=tuple((str(item), attempt) for item, attempt in r.finished),
+                lead=r.lead,
             )
             for r in requests
         ]
