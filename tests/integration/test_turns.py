@@ -159,6 +159,20 @@ def test_a_request_begun_early_to_connect_gets_an_idle_hosts_start_no_sooner_tha
     assert later.start_at == approx(clock.now + 1.5 * lead)
 
 
+@pytest.mark.parametrize("options", [{"delay": 0.0}, {"delay": DELAY, "robots": True}])
+def test_no_delay_or_robots_txt_first_leaves_an_idle_hosts_start_at_now(
+    store: Store, clock: FakeClock, options: dict[str, Any]
+) -> None:
+    """Without a delay a request goes out once connected, waiting for no start, and
+    robots.txt is not begun early: for neither does the lead push the start off."""
+    crawl_id = _crawl(store, **options)
+    url = PAGES[0]
+    ask = Ask(crawl_id=crawl_id, url=url, item_id=page_id(crawl_id, url), attempt=1, lead=0.3)
+    (plan,) = Gate(random.Random(1)).begin_many(store, [ask])
+    expected = "robots" if options.get("robots") else "fetch"
+    assert (plan.action, plan.start_at) == (expected, approx(clock.now))
+
+
 def test_a_page_woken_for_its_turn_reserves_that_start(store: Store, clock: FakeClock) -> None:
     crawl_id = _crawl(store, delay=DELAY)
     gate = Gate(random.Random(1))

@@ -348,10 +348,7 @@ class Gate:
             return _defer(plan, after_block(blocked, delay, self._rng))
         if crawl.concurrency <= 0:
             return _defer(plan, now + PAUSED_RETRY)
-        # A request begun its lead early cannot go out before now plus that lead: an idle
-        # host's start lies there, not at now, which a request still connecting would miss
-        # and then take the host's next start, a delay later if another page reserved it.
-        start = max(now + w.ask.lead, next_at)
+        start = max(w.earliest(now), next_at)
         if on_crawl >= crawl.concurrency or (on_host >= w.per_host and delay <= 0):
             return _defer(plan, now + max(delay, BUSY_RETRY) * self._rng.uniform(1.0, 2.0))
         if on_host >= w.per_host:  # (not before its slot is free: at least BUSY_RETRY)
@@ -433,6 +430,15 @@ class _Wanted:
         """How long before its turn a page put aside comes back."""
         return TURN_LEAD + self.ask.lead
 
+    def earliest(self, now: float) -> float:
+        """The soonest start to give. A request begun its lead early cannot go out before
+        that lead from now: given an idle host's start at now, it was still connecting at
+        its start, missed it, and took the host's next one, a delay later if another page
+        had reserved it. Not for robots.txt, which is not begun early, nor without a
+        delay, where a request goes out as soon as it is connected."""
+        early = self.plan.action != "robots" and self.delay > 0
+        return now + self.ask.lead if early else now
+
     @property
     def step(self) -> float:
         """How far the host's next start moves past this one."""
@@ -450,7 +456,7 @@ class _Wanted:
             "host_key": host_key,
             "crawl_key": crawl_key,
             "now": now,
-            "earliest": now + self.ask.lead,
+            "earliest": self.earliest(now),
             "concurrency": self.crawl.concurrency,
             "per_host": self.per_host,
             "hold": self.hold,
