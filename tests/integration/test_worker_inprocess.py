@@ -601,6 +601,31 @@ def test_exit_when_idle_waits_for_the_jobs_it_deferred(db_url: str) -> None:
     assert results(db_url, ids) == {i: {"attempt": 2} for i in ids}
 
 
+def test_a_deferred_job_is_claimed_when_it_comes_due_not_at_the_next_poll(db_url: str) -> None:
+    # A crawl page put aside for its host's turn is deferred to just before the start kept
+    # for it. An empty claim did not say when such a job comes due, so an idle worker
+    # (`trawl worker`, a second's poll) looked again only as its waits doubled towards the
+    # poll: here, with a 10 s poll, 2.1 s after a deferral of 3 s came due.
+    app = trawl.App()
+    due: list[float] = []
+    begun: list[float] = []
+
+    @app.task(tags=["product"])
+    async def price(ctx: trawl.Context) -> dict[str, Any] | None:
+        begun.append(time.time())
+        if ctx.attempt == 1:
+            due.append(time.time() + 3.0)
+            ctx.defer(due[0])
+            return None
+        return {"attempt": ctx.attempt}
+
+    ids = products(db_url, 1)
+    worker = Worker(app, url=db_url, concurrency=4, exit_when_idle=True, poll=10.0, grace=5)
+    assert asyncio.run(worker.run()) == 0
+    assert results(db_url, ids) == {ids[0]: {"attempt": 2}}
+    assert 0 <= begun[1] - due[0] < 1.0, f"claimed {begun[1] - due[0]:.2f} s after it came due"
+
+
 def test_exit_when_idle_does_not_wait_for_a_failure_with_no_retry_left(db_url: str) -> None:
     app = trawl.App()
 

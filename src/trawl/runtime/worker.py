@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import logging
 import os
 import secrets
@@ -45,6 +46,11 @@ UPKEEP_EVERY = planner_stats.EVERY  # seconds between the backend's housekeeping
 GATHER = 0.02
 # A lane claims again once this part of its slots is free (so claims come in batches).
 CLAIM_WHEN_FREE = 0.25
+# Deferrals this worker committed that come due within NEAR seconds are claimed when they
+# do, not at the next poll (at most DUE_KEPT of them are remembered; later ones, and any
+# beyond, are found by the poll).
+NEAR = 60.0
+DUE_KEPT = 10_000
 # An attempt cancelled (past its timeout, or at shutdown) has this long to end before the
 # worker stops waiting for it: a task that catches CancelledError and goes on would hold
 # its slot and its renewed lease for ever (its job never finishing, its crawl never done).
@@ -139,6 +145,12 @@ class Worker:
         self._commits = 0
         # monotonic: when the last retry or deferral this worker committed comes due
         self._later_until = 0.0
+        # When the deferrals this worker committed come due, soonest first, on the lanes'
+        # clock (a deferral's time is the database's or the tracker's, as lane.now()).
+        # An empty claim's reply says when other work comes due only for gated tasks: a
+        # crawl page put aside for its host's turn came back at the next poll, up to a
+        # second late, and its turn, a start reserved for it, went unused.
+        self._due: list[float] = []
         self._stopping = False
         self._stopped_at = 0.0  # monotonic time of stop()
         self._signals = 0
@@ -297,6 +309,7 @@ class Worker:
                 await self._sweep(lane)
                 continue  # other lanes claimed meanwhile: count the free slots again
             epoch = self._commits
+            asked = lane.now()
             results = self._take_pending()
             limit = min(free, share) if claiming else 0
             self._reserved += limit
@@ -326,7 +339,7 @@ class Worker:
                 idle_since = idle_since or time.monotonic()
                 if time.monotonic() - idle_since >= self.linger:
                     return
-            await self._wait(_until(batch.wake_at, lane.now(), idle_delay))
+            await self._wait(_until(self._wake_at(batch.wake_at, asked), lane.now(), idle_delay))
             idle_delay = min(self.poll, idle_delay * 2)
 
     async def _lane_call(
@@ -655,6 +668,28 @@ class Worker:
         ahead = due_again_in(results, report)
         if ahead:
             self._later_until = max(self._later_until, time.monotonic() + ahead)
+            committed = set(report.committed)
+            near = time.time() + NEAR
+            for r in results:
+                until = r.defer_until
+                if (
+                    r.outcome is Outcome.DEFERRED
+                    and until is not None
+                    and until < near
+                    and r.job_id in committed
+                    and len(self._due) < DUE_KEPT
+                ):
+                    heapq.heappush(self._due, until)
+
+    def _wake_at(self, wake_at: float | None, asked: float) -> float | None:
+        """The sooner of *wake_at* (the claim's) and the next deferral of this worker's to
+        come due after *asked*, when the claim was made (those due by then it saw)."""
+        due = self._due
+        while due and due[0] <= asked:
+            heapq.heappop(due)
+        if not due:
+            return wake_at
+        return due[0] if wake_at is None else min(wake_at, due[0])
 
     async def _clock_loop(self) -> None:
         while True:
