@@ -35,6 +35,7 @@ import itertools
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,15 +50,25 @@ from trawl.demo.site import Key, Site, random_graph
 
 HERE = Path(__file__).resolve().parent
 SYSTEMS = ("trawl-sqlite", "trawl-postgresql", "wget")
+# The same crawl made by `trawl crawl start` and fetched by `trawl worker --crawl` (a second's
+# poll where `trawl crawl` has a tenth's), as a fleet's workers fetch it.
+WORKER_SYSTEMS = ("trawl-sqlite-worker", "trawl-postgresql-worker")
 DEPTH = 10
 CONCURRENCY = 16
 OUT_DEGREE = 20  # random links a page: every page is reachable within a few hops
 
 
 def run_one(
-    system: str, pages: int, delay: float, script: Script, work: Path, hosts: int, concurrency: int
+    system: str,
+    pages: int,
+    delay: float,
+    script: Script,
+    work: Path,
+    hosts: int,
+    concurrency: int,
+    out_degree: int = OUT_DEGREE,
 ) -> dict[str, Any]:
-    site = random_graph(pages, seed=1, out_degree=OUT_DEGREE, hosts=hosts)
+    site = random_graph(pages, seed=1, out_degree=out_degree, hosts=hosts)
     with SiteServer(site, script, hosts=hosts) as server:
         root = server.origin["main"] + "/"
         cleanup: Any = None
@@ -66,11 +77,18 @@ def run_one(
             if system == "wget":
                 row = measured(_wget(root, delay, work), work / "wget.log")
             else:
-                if system == "trawl-sqlite":
+                if system.startswith("trawl-sqlite"):
                     db = f"sqlite:///{work / 'crawl.db'}"
                 else:
                     db, cleanup = postgres_url()
-                args = _trawl(db, root, delay, system.endswith("-x2"), concurrency)
+                if system in WORKER_SYSTEMS:
+                    start = [str(TRAWL), "--db", db, "crawl", "start", root, "--depth", str(DEPTH)]
+                    start += ["--delay", str(delay), "--concurrency", str(concurrency)]
+                    subprocess.run([*start, "--no-robots"], check=True, capture_output=True)
+                    args = [str(TRAWL), "--db", db, "worker", "--crawl", "--exit-when-idle"]
+                    args += ["--concurrency", str(concurrency), "--no-progress"]
+                else:
+                    args = _trawl(db, root, delay, system.endswith("-x2"), concurrency)
                 row = measured(args, work / "t.log")
         finally:
             if cleanup is not None:
@@ -162,16 +180,23 @@ def main() -> int:
         "--concurrency", type=int, default=CONCURRENCY, help="trawl's --concurrency"
     )
     parser.add_argument("--delay", type=float, default=0.25, help="seconds (--delay, --wait)")
+    parser.add_argument(
+        "--out-degree",
+        type=int,
+        default=OUT_DEGREE,
+        help="random links a page (a few: a thin frontier, pages found as the crawl goes)",
+    )
     parser.add_argument("--connections", choices=("keep-alive", "close"), default="keep-alive")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument(
         "--only",
         default=",".join(SYSTEMS),
-        help="comma-separated: trawl-sqlite, trawl-postgresql, trawl-postgresql-x2, wget",
+        help="comma-separated: trawl-sqlite, trawl-postgresql, trawl-postgresql-x2, wget,"
+        " trawl-sqlite-worker, trawl-postgresql-worker",
     )
     args = parser.parse_args()
     systems = args.only.split(",")
-    unknown = set(systems) - {*SYSTEMS, "trawl-postgresql-x2"}
+    unknown = set(systems) - {*SYSTEMS, *WORKER_SYSTEMS, "trawl-postgresql-x2"}
     if unknown:
         raise SystemExit(f"unknown systems: {', '.join(sorted(unknown))}")
     if "wget" in systems and shutil.which("wget") is None:
@@ -185,7 +210,16 @@ def main() -> int:
             place = work / f"{i}-{system}"
             place.mkdir()
             rows.append(
-                run_one(system, args.pages, args.delay, script, place, args.hosts, args.concurrency)
+                run_one(
+                    system,
+                    args.pages,
+                    args.delay,
+                    script,
+                    place,
+                    args.hosts,
+                    args.concurrency,
+                    args.out_degree,
+                )
             )
             print(_line(rows[-1]), flush=True)
     finally:
@@ -198,7 +232,7 @@ def main() -> int:
     meta = {"cpus": os.cpu_count(), "depth": DEPTH, "concurrency": args.concurrency}
     meta |= {"at": time.time(), "hosts": args.hosts}
     meta |= {"pages": args.pages, "delay": args.delay, "connections": args.connections}
-    meta |= {"latency": args.latency}
+    meta |= {"latency": args.latency, "out_degree": args.out_degree}
     (HERE / "results").mkdir(exist_ok=True)
     out = HERE / "results" / "polite-latest.json"
     out.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
