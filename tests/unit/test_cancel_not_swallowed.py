@@ -42,14 +42,13 @@ def _cancelled_as_it_ends(wait: Callable[[], Awaitable[Any]], end: Callable[[], 
 
 def test_a_journal_follower_wait() -> None:
     wakeups = Wakeups("sqlite:///unused.db")  # SQLite: no listener, nothing connects
-    holder: dict[str, Any] = {}
 
     async def wait() -> None:
         wakeups._loop = asyncio.get_running_loop()
-        wakeups._event = holder["event"] = asyncio.Event()
+        wakeups._event = asyncio.Event()  # made on the test's loop
         await wakeups.wait(10.0)
 
-    _cancelled_as_it_ends(wait, lambda: wakeups._fire())
+    _cancelled_as_it_ends(wait, wakeups._fire)
 
 
 def test_a_dashboard_page_wait() -> None:
