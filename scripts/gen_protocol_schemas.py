@@ -11,6 +11,7 @@ comparison).
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -48,12 +49,29 @@ def render_section() -> str:
     listed = messages()
     types = list(dict.fromkeys(t for _, _, t in listed))
     refs, components = msgspec.json.schema_components(types, ref_template="#/$defs/{name}")
+    components = _cleaned(components)
     by_type = dict(zip(types, refs, strict=True))
     rows = ["| message | direction | schema |", "|---|---|---|"]
     rows += [f"| {what} | {way} | `{by_type[t]['$ref']}` |" for what, way, t in listed]
     document = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": components}
     body = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False)
     return "\n".join([BEGIN, "", *rows, "", "```json", body, "```", "", END])
+
+
+def _cleaned(schema: Any) -> Any:
+    """*schema* with each description's docstring indentation removed. msgspec 0.23 keeps
+    a docstring's indentation in the schema where earlier releases removed it; cleaned
+    here, the section reads the same whichever msgspec made it."""
+    if isinstance(schema, dict):
+        return {
+            key: inspect.cleandoc(value)
+            if key == "description" and isinstance(value, str)
+            else _cleaned(value)
+            for key, value in schema.items()
+        }
+    if isinstance(schema, list):
+        return [_cleaned(value) for value in schema]
+    return schema
 
 
 def render(current: str) -> str:
