@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
 from tests.live.helpers import run
 from tests.pipelines.conftest import Tracker, join, task_spec
@@ -30,6 +31,16 @@ def crawl(db: str, name: str, **spec: Any) -> int:
         migrate.ensure(store.db, auto=store.is_sqlite)
         operations.register(store, make_app().get(FETCH_TASK).info())
         return operations.create(store, CrawlSpec(seeds=seeds, options=NO_ROBOTS, **spec))
+
+
+def _gate_rows(db: str) -> tuple[int, int]:
+    """(requests in flight, hosts with a start taken) in the gate's tables."""
+    with Store(db) as store, store.read():
+        slots = store.db.execute(sa.text("SELECT count(*) FROM crawl_slots")).scalar_one()
+        taken = store.db.execute(
+            sa.text("SELECT count(*) FROM crawl_hosts WHERE next_at > 0")
+        ).scalar_one()
+    return int(slots), int(taken)
 
 
 def crawls_of(jobs: list[dict[str, Any]]) -> set[int]:
@@ -139,6 +150,8 @@ def test_a_pipeline_cannot_plan_a_page_it_does_not_hold(tracker: Tracker) -> Non
         stolen = await two.request("crawl.begin", _begin(crawl_id, job))
         assert stolen["status"] == "error"
         assert "not leased to this pipeline" in stolen["payload"]["message"]
+        # Checked in the plan's own transaction: refused, it took no start and no slot.
+        assert _gate_rows(tracker.db) == (0, 0)
         wrong = await one.request("crawl.begin", {**_begin(crawl_id, job), "url": "http://x/"})
         assert "is not the page" in wrong["payload"]["message"]
         robots = {"host": "a.test", "status": 200, "body": "", "not_before": 0.0}

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -217,13 +217,23 @@ class Gate:
         ask = dataclasses.replace(ask, finished=tuple(finished))
         return self.begin_many(store, [ask], browser=browser)[0]
 
-    def begin_many(self, store: Store, asks: Sequence[Ask], browser: bool = True) -> list[Plan]:
+    def begin_many(
+        self,
+        store: Store,
+        asks: Sequence[Ask],
+        browser: bool = True,
+        check: Callable[[], None] | None = None,
+    ) -> list[Plan]:
         """Plan several attempts in one transaction, in order, as :meth:`begin` would one
-        after another: each sees the starts and slots the ones before it took."""
+        after another: each sees the starts and slots the ones before it took. *check*
+        runs first in that transaction (a tracker's check that the asker holds each page):
+        what it raises rolls the transaction back, nothing planned."""
         tables = store.crawls
         postgres = not store.db.is_sqlite
         rows: list[list[Any]] = []
         with store.write(soft=True):
+            if check is not None:
+                check()
             tables.release_many([done for ask in asks for done in ask.finished])
             now = store.clock()
             view = _Tables(tables, self._hosts)

@@ -33,6 +33,8 @@ ClaimFn = Callable[[Store, int], engine_claim.ClaimBatch]
 # How a lane leases inside its commit's transaction: what it returns is read after the
 # COMMIT, so a claim that needs no answer before then costs no round trip of its own.
 LaterClaimFn = Callable[[Store, int], engine_claim.Claimed]
+# Which of a batch's results may commit, read in the commit's own transaction.
+Fence = Callable[[Store, list[AttemptResult]], list[AttemptResult]]
 
 
 def read_at_once(claim: ClaimFn) -> LaterClaimFn:
@@ -110,21 +112,27 @@ def commit_and_claim(
     claim: LaterClaimFn,
     tasks: Sequence[str],
     owner: str,
+    fence: Fence | None = None,
 ) -> tuple[CommitReport, engine_claim.ClaimBatch]:
     """Commit *results* and lease up to *limit* jobs with *claim* in one transaction: one
     COMMIT (one WAL flush) per batch, not two. With *known*, first take back the running
     jobs of *tasks* leased to *owner* that are not in it. (A local lane and a tracker
-    claiming for a remote pipeline both do this.)"""
+    claiming for a remote pipeline both do this.) *fence* picks the results that may
+    commit, in the same transaction (a tracker's: those whose lease the pipeline holds)."""
     if limit <= 0:
+        if results and fence is not None:
+            results = fence(store, results)
         report = commit_resilient(store, results) if results else CommitReport()
         return report, engine_claim.ClaimBatch(jobs=[])
     prepare(results)  # outside the transaction: an fdatasync must not hold the write lock
     try:
         with store.unit():
-            report = commit(store, results) if results else CommitReport()
+            mine = fence(store, results) if results and fence is not None else results
+            report = commit(store, mine) if mine else CommitReport()
             claimed = _claim_adopting(store, limit, known, claim, tasks, owner)
     except DataRejected:  # one attempt holds a value the database refuses: find it
-        report = commit_resilient(store, results)
+        mine = fence(store, results) if results and fence is not None else results
+        report = commit_resilient(store, mine)
         return report, _claim_adopting(store, limit, known, claim, tasks, owner)()
     return report, claimed()
 

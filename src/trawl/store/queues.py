@@ -39,6 +39,21 @@ _HELD = q(
 )
 
 
+# A tracker's fences on what a pipeline sends: its leases, by job and by page. Hot-path
+# statements (compiled once, sent with what is queued), as they run in every commit and plan
+# batch of every pipeline; the id list is a JSON array on SQLite, an array on PostgreSQL.
+_OWNED = {
+    sqlite: q(f"SELECT id FROM jobs WHERE id {ids} AND status = 'running' AND owner = :owner")
+    for sqlite, ids in ((True, "IN (SELECT value FROM json_each(:ids))"), (False, "= ANY(:ids)"))
+}
+_HOLDING = {
+    sqlite: q(
+        "SELECT item_id, attempt FROM jobs WHERE task = :task AND status = 'running'"
+        f" AND owner = :owner AND item_id {ids}"
+    )
+    for sqlite, ids in ((True, "IN (SELECT value FROM json_each(:ids))"), (False, "= ANY(:ids)"))
+}
+
 _HELD_PAGES = q(
     "SELECT count(*) FROM jobs j JOIN crawl_pages p ON p.item_id = j.item_id"
     " WHERE j.task = :task AND j.status = 'running' AND j.owner = :owner"
@@ -148,10 +163,10 @@ class Queues:
         """Of *job_ids*, the running jobs whose lease *owner* holds."""
         if not job_ids:
             return set()
-        clause, ids = self._ids_param(job_ids)
-        stmt = q(f"SELECT id FROM jobs WHERE id {clause} AND status = 'running' AND owner = :owner")
-        with self.db.read():
-            return {row[0] for row in self.db.execute(stmt, {"ids": ids, "owner": owner})}
+        _, ids = self._ids_param(job_ids)
+        with self.db.read():  # joins the caller's transaction, if any
+            rows = self.db.fetch(_OWNED[self.db.is_sqlite], {"ids": ids, "owner": owner})
+        return {row[0] for row in rows}
 
     def committed_attempts(self, attempts: Sequence[tuple[int, int]]) -> set[int]:
         """Of (job id, attempt) pairs, the jobs whose attempt has ended in a commit of its
@@ -175,13 +190,9 @@ class Queues:
         it holds (one query however many)."""
         if not item_ids:
             return {}
-        clause, ids = self._ids_param(item_ids)
-        stmt = q(
-            "SELECT item_id, attempt FROM jobs WHERE task = :task AND status = 'running'"
-            f" AND owner = :owner AND item_id {clause}"
-        )
-        rows = self.db.execute(stmt, {"task": task, "owner": owner, "ids": ids})
-        return {row.item_id: row.attempt for row in rows}
+        _, ids = self._ids_param(item_ids)
+        params = {"task": task, "owner": owner, "ids": ids}
+        return dict(self.db.fetch(_HOLDING[self.db.is_sqlite], params))
 
     def held_pages(self, task: str, owner: str, crawl_id: int) -> int:
         """How many of *crawl_id*'s pages *owner* holds leases of (the fetch *task*'s)."""

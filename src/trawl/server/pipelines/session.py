@@ -209,22 +209,29 @@ class PipelineSession(Session):
         limit: int,
         known: frozenset[int] | None,
     ) -> tuple[wire.Report, engine_claim.ClaimBatch]:
-        """On a connection of the server's: only attempts leased to this pipeline commit;
-        one it committed before is answered as committed (a repeat), others as stale."""
-        owned = store.queues.owned([r.job_id for r in results], self.owner)
-        others = [(r.job_id, r.attempt) for r in results if r.job_id not in owned]
-        repeated = store.queues.committed_attempts(others)
-        mine = [r for r in results if r.job_id in owned]
+        """On a connection of the server's: only attempts leased to this pipeline commit
+        (checked in the commit's transaction); one it committed before is answered as
+        committed (a repeat), others as stale."""
+        others: list[tuple[int, int]] = []
+
+        def fence(store: Store, results: list[AttemptResult]) -> list[AttemptResult]:
+            owned = store.queues.owned([r.job_id for r in results], self.owner)
+            others[:] = [(r.job_id, r.attempt) for r in results if r.job_id not in owned]
+            return [r for r in results if r.job_id in owned]
+
         routing = self.routing
         report, batch = commit_and_claim(
             store,
-            mine,
+            results,
             limit if routing.tasks else 0,
             known,
             partial(self._lease, routing=routing),
             routing.tasks,
             self.owner,
+            fence,
         )
+        # After the COMMIT: a job leased to someone else is never this commit's to change.
+        repeated = store.queues.committed_attempts(others)
         return _report(report, repeated, [job for job, _ in others if job not in repeated]), batch
 
     def _lease(self, store: Store, limit: int, *, routing: Routing) -> engine_claim.Claimed:
@@ -367,7 +374,7 @@ class PipelineSession(Session):
     def _begin_many(self, store: Store, requests: list[wire.CrawlBeginRequest]) -> list[Plan]:
         """Plans for the pipeline's pages whose asks wait together, in one transaction (as
         a worker's own are, crawl/port.py): each a page this pipeline holds."""
-        self._holding(store, [(r.item_id, r.attempt) for r in requests])
+        attempts = [(r.item_id, r.attempt) for r in requests]
         asks = [
             Ask(
                 crawl_id=r.crawl,
@@ -379,7 +386,12 @@ class PipelineSession(Session):
             )
             for r in requests
         ]
-        return self.gate.begin_many(store, asks, browser=BROWSER in self.spec.capabilities)
+        return self.gate.begin_many(
+            store,
+            asks,
+            browser=BROWSER in self.spec.capabilities,
+            check=partial(self._check_holding, store, attempts),  # in the plans' transaction
+        )
 
     async def _crawl_robots(self, request: wire.RobotsRequest) -> None:
         def keep(store: Store) -> None:
@@ -394,7 +406,11 @@ class PipelineSession(Session):
     def _holding(self, store: Store, attempts: list[tuple[str, int]]) -> None:
         """Raise InvalidInput unless this pipeline holds the lease of each (page, attempt)."""
         with store.read():
-            held = store.queues.holding(FETCH_TASK, self.owner, [item for item, _ in attempts])
+            self._check_holding(store, attempts)
+
+    def _check_holding(self, store: Store, attempts: list[tuple[str, int]]) -> None:
+        """:meth:`_holding` in the caller's transaction."""
+        held = store.queues.holding(FETCH_TASK, self.owner, [item for item, _ in attempts])
         for item_id, attempt in attempts:
             if held.get(item_id) != attempt:
                 raise InvalidInput(
