@@ -36,6 +36,11 @@ TRAWL = ROOT / ".venv" / "bin" / "trawl"
 SCRAPY_VENV = HERE / ".venv-scrapy"
 DEPTH = 5
 CONCURRENCY = 16
+# Pages a remote pipeline holds per request the crawl allows, as `trawl crawl` runs
+# (trawl.crawl.inflight.SLOTS_PER_REQUEST): a page fetched and waiting for its commit, or
+# waiting for its turn, holds a slot, so with one slot a request the requests in flight
+# fall below the crawl's concurrency (docs/pipelines.md).
+PIPELINE_SLOTS = 2 * CONCURRENCY
 RSS = (
     "import resource, subprocess, sys, time; t = time.monotonic();"
     " code = subprocess.run(sys.argv[1:]).returncode;"
@@ -257,7 +262,7 @@ def remote(db: str, root: str, work: Path, binary: Path = TRAWL) -> dict[str, fl
             "create",
             "bench",
             "--slots",
-            str(CONCURRENCY),
+            str(PIPELINE_SLOTS),
             "--json",
         ],
         capture_output=True,
@@ -284,7 +289,7 @@ def remote(db: str, root: str, work: Path, binary: Path = TRAWL) -> dict[str, fl
             "--warc-dir",
             str(work / "warc"),
             "--concurrency",
-            str(CONCURRENCY),
+            str(PIPELINE_SLOTS),
             "--exit-when-idle",
             "--no-progress",
         ]
