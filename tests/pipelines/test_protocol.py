@@ -165,6 +165,11 @@ def test_a_pipeline_cannot_commit_or_renew_what_it_was_not_given(tracker: Tracke
         assert (await two.ok("renew", {"leases": [lease]}))["kept"] == []
         forged = await two.ok("commit", {"results": [done(job, result='{"forged": 1}')]})
         assert forged["stale"] == [job["job_id"]]
+        # The same with a claim: checked in the transaction that commits and claims.
+        forged_claim = {"limit": 1, "results": [done(job, result='{"forged": 2}')]}
+        claimed = await two.ok("claim", forged_claim)
+        assert claimed["report"]["stale"] == [job["job_id"]]
+        assert claimed["report"].get("committed", []) == []
         assert (await one.ok("renew", {"leases": [lease]}))["kept"] == [job["job_id"]]
         await one.ok("commit", {"results": [done(job)]})
         for raw in (one, two):

@@ -120,21 +120,28 @@ def commit_and_claim(
     claiming for a remote pipeline both do this.) *fence* picks the results that may
     commit, in the same transaction (a tracker's: those whose lease the pipeline holds)."""
     if limit <= 0:
-        if results and fence is not None:
-            results = fence(store, results)
-        report = commit_resilient(store, results) if results else CommitReport()
-        return report, engine_claim.ClaimBatch(jobs=[])
+        return _commit_apart(store, results, fence), engine_claim.ClaimBatch(jobs=[])
     prepare(results)  # outside the transaction: an fdatasync must not hold the write lock
     try:
         with store.unit():
-            mine = fence(store, results) if results and fence is not None else results
+            mine = _picked(store, results, fence)
             report = commit(store, mine) if mine else CommitReport()
             claimed = _claim_adopting(store, limit, known, claim, tasks, owner)
     except DataRejected:  # one attempt holds a value the database refuses: find it
-        mine = fence(store, results) if results and fence is not None else results
-        report = commit_resilient(store, mine)
+        report = _commit_apart(store, results, fence)
         return report, _claim_adopting(store, limit, known, claim, tasks, owner)()
     return report, claimed()
+
+
+def _commit_apart(store: Store, results: list[AttemptResult], fence: Fence | None) -> CommitReport:
+    """Commit *results* (those *fence* picks) without a claim, an attempt whose value the
+    database refuses failing alone."""
+    mine = _picked(store, results, fence)
+    return commit_resilient(store, mine) if mine else CommitReport()
+
+
+def _picked(store: Store, results: list[AttemptResult], fence: Fence | None) -> list[AttemptResult]:
+    return results if fence is None or not results else fence(store, results)
 
 
 def _claim_adopting(

@@ -42,16 +42,17 @@ _HELD = q(
 # A tracker's fences on what a pipeline sends: its leases, by job and by page. Hot-path
 # statements (compiled once, sent with what is queued), as they run in every commit and plan
 # batch of every pipeline; the id list is a JSON array on SQLite, an array on PostgreSQL.
+_IN_IDS = {True: "IN (SELECT value FROM json_each(:ids))", False: "= ANY(:ids)"}  # by is_sqlite
 _OWNED = {
     sqlite: q(f"SELECT id FROM jobs WHERE id {ids} AND status = 'running' AND owner = :owner")
-    for sqlite, ids in ((True, "IN (SELECT value FROM json_each(:ids))"), (False, "= ANY(:ids)"))
+    for sqlite, ids in _IN_IDS.items()
 }
 _HOLDING = {
     sqlite: q(
         "SELECT item_id, attempt FROM jobs WHERE task = :task AND status = 'running'"
         f" AND owner = :owner AND item_id {ids}"
     )
-    for sqlite, ids in ((True, "IN (SELECT value FROM json_each(:ids))"), (False, "= ANY(:ids)"))
+    for sqlite, ids in _IN_IDS.items()
 }
 
 _HELD_PAGES = q(
@@ -155,9 +156,8 @@ class Queues:
             return {row[0] for row in self.db.execute(stmt, {"names": list(sessions)})}
 
     def _ids_param(self, ids: Sequence[int] | Sequence[str]) -> tuple[str, Any]:
-        if self.db.is_sqlite:
-            return "IN (SELECT value FROM json_each(:ids))", codec.dumps(list(ids))
-        return "= ANY(:ids)", list(ids)
+        sqlite = self.db.is_sqlite
+        return _IN_IDS[sqlite], codec.dumps(list(ids)) if sqlite else list(ids)
 
     def owned(self, job_ids: Sequence[int], owner: str) -> set[int]:
         """Of *job_ids*, the running jobs whose lease *owner* holds."""
