@@ -9,7 +9,8 @@ to data and back, with the checks the tracker makes before it applies anything.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
@@ -26,6 +27,8 @@ from trawl.model.errors import InvalidInput
 from trawl.runtime.context import Context
 from trawl.runtime.remote.connection import Connection, RequestRefused
 from trawl.store.crawls import CrawlRow
+
+T = TypeVar("T")
 
 # -- plans ---------------------------------------------------------------------------------------
 
@@ -68,28 +71,40 @@ class RemotePort:
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
-        # Whether the tracker takes the page with a host's error (crawl.host_failed's
-        # crawl and url); one from before refuses them as unknown fields.
-        self._page_errors = True
-        # Whether the tracker takes crawl.begin's lead; one from before refuses it.
-        self._leads = True
+        # Fields added to requests since the first protocol version that this tracker
+        # refused as unknown (it is from before them): asked for without them since.
+        self._refused: set[str] = set()
+
+    async def _newest(
+        self,
+        fields: str,
+        newer: Callable[[], Awaitable[T]] | None,
+        older: Callable[[], Awaitable[T]],
+    ) -> T:
+        """Ask by *newer*, which sends *fields*; if the tracker refuses them as unknown, ask
+        by *older*, without them, now and from then on. *newer* None: nothing to send."""
+        if newer is not None and fields not in self._refused:
+            try:
+                return await newer()
+            except RequestRefused as refused:
+                if "unknown field" not in str(refused):
+                    raise
+            self._refused.add(fields)
+        return await older()
 
     async def begin(
         self, ctx: Context, crawl_id: int, url: str, finished: Finished, lead: float = 0.0
     ) -> Plan:
-        if lead > 0 and self._leads:
-            try:
-                return await self._begin(
-                    ctx, crawl_id, url, finished, lead=min(lead, wire.LEAD_MAX)
-                )
-            except RequestRefused as refused:
-                if "unknown field `lead`" not in str(refused):
-                    raise
-            # A tracker from before: its gate holds and wakes pages as for a kept-alive
-            # host, so a request to a host that closes its connections may miss a start it
-            # was given when put aside, and take the host's next one.
-            self._leads = False
-        return await self._begin(ctx, crawl_id, url, finished)
+        # A tracker from before the lead holds and wakes pages as for a kept-alive host, so
+        # a request to a host that closes its connections may miss a start it was given
+        # when put aside, and take the host's next one.
+        return await self._newest(
+            "lead",
+            (lambda: self._begin(ctx, crawl_id, url, finished, lead=min(lead, wire.LEAD_MAX)))
+            if lead > 0
+            else None,
+            lambda: self._begin(ctx, crawl_id, url, finished),
+        )
 
     async def _begin(
         self, ctx: Context, crawl_id: int, url: str, finished: Finished, **lead: float
@@ -122,15 +137,13 @@ class RemotePort:
         self, ctx: Context, crawl_id: int, url: str, grace: float
     ) -> float | None:
         host = urls.host(url)
-        if self._page_errors:
-            request = wire.HostFailedRequest(host=host, grace=grace, crawl=crawl_id, url=url)
-            try:
-                return await self._host_failed(request)
-            except RequestRefused as refused:
-                if "unknown field" not in str(refused):
-                    raise
-                self._page_errors = False  # every error then counts as the host's
-        return await self._host_failed(wire.HostFailedRequest(host=host, grace=grace))
+        page = wire.HostFailedRequest(host=host, grace=grace, crawl=crawl_id, url=url)
+        # To a tracker from before the page's fields, every error counts as the host's.
+        return await self._newest(
+            "page",
+            lambda: self._host_failed(page),
+            lambda: self._host_failed(wire.HostFailedRequest(host=host, grace=grace)),
+        )
 
     async def _host_failed(self, request: wire.HostFailedRequest) -> float | None:
         reply = await self.connection.request("crawl.host_failed", request, wire.HostFailedReply)
