@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from tests.support import pg
 from trawl.engine import claim as engine_claim
 from trawl.engine.claim import TaskGate
-from trawl.store import claim
+from trawl.store import claim, transitions
 from trawl.store.store import Store
 
 WAITING = 50_000
@@ -135,6 +135,31 @@ def test_postgres_a_large_gated_lease_updates_its_rows_through_the_primary_key(
     assert_index_only(explain(pg_due_store, claim.LEASE_POSTGRES, params), "jobs_pkey")
 
 
+def commit_params(ids: list[int]) -> dict[str, object]:
+    """A worker's fenced commit of *ids* (attempt 1, done), as Store.apply_outcomes sends it."""
+    rows = [(i, 1, "done", None, True, "1", 3600.0, None, None, None, False) for i in ids]
+    return transitions.outcome_params(False, rows) | {"now": NOW}
+
+
+def assert_no_join(plan: str) -> None:
+    for node in ("Nested Loop", "Hash Join", "Merge Join", "Function Scan", "Seq Scan on jobs"):
+        assert node not in plan, plan
+
+
+@pg_only
+@pytest.mark.parametrize("size", [10, 1000])
+def test_postgres_a_fenced_commit_finds_each_job_by_id_and_joins_nothing(
+    pg_due_store: Store, size: int
+) -> None:
+    # The statistics say no job is running (as whenever they were taken between batches).
+    # Joined to the batch's JSON elements, the commit was planned as a nested loop over the
+    # running jobs that expanded the whole batch again for each: 60 ms for 500 jobs.
+    with pg_due_store.db.read():
+        rows = pg_due_store.db.execute(sa.text("SELECT id FROM jobs LIMIT :n"), {"n": size})
+        ids = [r[0] for r in rows]
+    assert_no_join(explain(pg_due_store, transitions.COMMIT_POSTGRES, commit_params(ids)))
+
+
 @pg_only
 @pytest.mark.parametrize("now", [NOW, BACKLOG], ids=["steady", "backlog"])
 def test_postgres_promote_scans_only_the_pending_index(pg_store: Store, now: float) -> None:
@@ -148,7 +173,12 @@ _TYPES = {"tasks": "text[]", "timeouts": "float8[]", "now": "float8", "limit": "
 _TYPES_OWNER = _TYPES | {"owner": "text"}
 
 
-def generic_plan(store: Store, statement: sa.TextClause, types: dict[str, str]) -> str:
+def generic_plan(
+    store: Store,
+    statement: sa.TextClause,
+    types: dict[str, str],
+    values: dict[str, str] | None = None,
+) -> str:
     names = list(types)
     text = re.sub(r"(?<!:):(\w+)", lambda m: f"${names.index(m.group(1)) + 1}", statement.text)
     values = {
@@ -157,7 +187,7 @@ def generic_plan(store: Store, statement: sa.TextClause, types: dict[str, str]) 
         "now": repr(NOW),
         "limit": str(LIMIT),
         "owner": "'host:1234:abc'",
-    }
+    } | (values or {})
     args = ", ".join(values[name] for name in names)
     with store.db.read():
         store.db.execute(sa.text(f"PREPARE stmt ({', '.join(types.values())}) AS {text}"))
@@ -172,6 +202,33 @@ def test_postgres_generic_plans_stay_on_their_indexes(pg_store: Store) -> None:
     assert_index_only(generic_plan(pg_store, claim.CLAIM_POSTGRES, _TYPES_OWNER), "jobs_claim")
     promote = generic_plan(pg_store, claim.PROMOTE_POSTGRES, {"now": "float8"})
     assert_index_only(promote, "jobs_pending")
+
+
+@pg_only
+def test_postgres_a_fenced_commits_generic_plan_joins_nothing(pg_due_store: Store) -> None:
+    params = commit_params(list(range(1, 1001)))
+    types = {"batch": "jsonb", "now": "float8", "ids": "bigint[]"}
+    ids = ",".join(map(str, params["ids"]))  # type: ignore[call-overload]
+    values = {"batch": f"'{params['batch']}'", "ids": f"'{{{ids}}}'"}
+    assert_no_join(generic_plan(pg_due_store, transitions.COMMIT_POSTGRES, types, values))
+
+
+@pg_only
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
+def test_postgres_a_lease_renewal_finds_each_job_by_id_and_joins_nothing(
+    pg_due_store: Store, generic: bool
+) -> None:
+    # Joined to its unnested arrays, a generic plan renewed 1,000 leases in 294 ms.
+    leases = [(i, 1, 60.0) for i in range(1, 1001)]
+    params = transitions.renew_params(False, leases) | {"now": NOW}
+    if not generic:
+        plan = explain(pg_due_store, transitions.RENEW_POSTGRES, params)
+    else:
+        types = {"ids": "bigint[]", "batch": "jsonb", "now": "float8"}
+        ids = ",".join(str(i) for i, _, _ in leases)
+        values = {"batch": f"'{params['batch']}'", "ids": f"'{{{ids}}}'"}
+        plan = generic_plan(pg_due_store, transitions.RENEW_POSTGRES, types, values)
+    assert_no_join(plan)
 
 
 # -- SQLite ---------------------------------------------------------------------------------

@@ -28,19 +28,20 @@ from harness.progress import say
 from harness.rows import Row
 from harness.workloads import costs, peers, process
 
-# trawl's contenders: (variant, connections, jobs in flight). The first two hold 100 jobs in
-# flight, as pgqueuer's batch 100 does; the second splits them over two claim/commit lanes
-# of 50, so one lane's round trips and WAL flush overlap the other's batch
-# (--connections 2). The third holds 400 on two lanes of 200: per job, a lane's round trips
-# and COMMIT weigh less in a larger batch, and the lanes still overlap.
+# trawl's contenders: (variant, connections, jobs in flight). The first holds 100 jobs in
+# flight on one claim/commit lane, as pgqueuer's batch 100 does. The second holds 400 on two
+# lanes of 200 (--connections 2): per job, a lane's round trips and COMMIT weigh less in a
+# larger batch, and one lane's round trips and WAL flush overlap the other's batch. The
+# third holds 1,000 on two lanes of 500 (before 2026-11-29 a fenced commit's cost grew with
+# the square of its batch, and this row ran two lanes of 50 instead).
 TRAWL = (
     ("1 process x100, rounds", 1, 100),
-    ("1 process x100, 2 connections, rounds", 2, 100),
     ("1 process x400, 2 connections, rounds", 2, 400),
+    ("1 process x1000, 2 connections, rounds", 2, 1000),
 )
 # pgqueuer's contenders: (variant, batch). A trawl row's ratio in a round is to the faster
 # of them in that round, its best variant then.
-PEERS = (("batch 100, rounds", 100), ("batch 400, rounds", 400))
+PEERS = (("batch 100, rounds", 100), ("batch 400, rounds", 400), ("batch 1000, rounds", 1000))
 
 
 def _peer_row(variant: str, batch: int, jobs: int) -> peers.PeerRow:

@@ -457,7 +457,7 @@ class Store:
         """Extend leases (job id, attempt, seconds); returns the job ids still held."""
         if not leases:
             return set()
-        params = transitions.batch_params(self.is_sqlite, ("id", "attempt", "timeout"), leases)
+        params = transitions.renew_params(self.is_sqlite, leases)
         stmt = transitions.statement(
             self.is_sqlite, transitions.RENEW_SQLITE, transitions.RENEW_POSTGRES
         )
@@ -470,10 +470,8 @@ class Store:
         attempt) pairs that were still held and are now committed."""
         if not rows:
             return set()
-        columns = transitions.OUTCOME_COLUMNS
-        params = transitions.batch_params(True, columns, rows)
+        params = transitions.outcome_params(self.is_sqlite, rows)
         params["now"] = now
-        params["ids"] = [r[0] for r in rows]
         stmt = transitions.statement(
             self.is_sqlite, transitions.COMMIT_SQLITE, transitions.COMMIT_POSTGRES
         )
