@@ -12,7 +12,7 @@ from typing import Any
 
 from trawl.model.records import JournalEntry
 from trawl.store.connection import Database
-from trawl.store.crawls import FETCH_TASK
+from trawl.store.crawls import SLOT_HELD
 from trawl.store.reads import journal_entry
 from trawl.store.sql import q
 
@@ -73,10 +73,10 @@ _CRAWL_HOSTS = q(
 )
 _HOST_STATE = "SELECT host, next_at, blocked_until, errors FROM crawl_hosts WHERE host IN ({hosts})"
 _IN_FLIGHT = (
-    "SELECT s.key, count(*) AS n FROM crawl_slots s JOIN jobs j"
-    f" ON j.item_id = s.item_id AND j.task = '{FETCH_TASK}'"
-    " WHERE s.key IN ({keys}) AND s.until > :now AND j.status = 'running'"
-    " AND j.attempt = s.attempt GROUP BY s.key"
+    "SELECT s.key, count(*) AS n FROM crawl_slots s"
+    " WHERE s.key IN ({keys}) AND s.until > :now AND "
+    + SLOT_HELD.replace("{", "{{").replace("}", "}}")
+    + " GROUP BY s.key"
 )
 
 
