@@ -206,10 +206,10 @@ def test_postgres_generic_plans_stay_on_their_indexes(pg_store: Store) -> None:
 
 @pg_only
 def test_postgres_a_fenced_commits_generic_plan_joins_nothing(pg_due_store: Store) -> None:
-    params = commit_params(list(range(1, 1001)))
+    ids = list(range(1, 1001))
+    params = commit_params(ids)
     types = {"batch": "jsonb", "now": "float8", "ids": "bigint[]"}
-    ids = ",".join(map(str, params["ids"]))  # type: ignore[call-overload]
-    values = {"batch": f"'{params['batch']}'", "ids": f"'{{{ids}}}'"}
+    values = {"batch": f"'{params['batch']}'", "ids": f"'{{{','.join(map(str, ids))}}}'"}
     assert_no_join(generic_plan(pg_due_store, transitions.COMMIT_POSTGRES, types, values))
 
 

@@ -311,7 +311,7 @@ def test_a_busy_worker_commits_each_batch_in_the_transaction_of_its_next_claim(
             lane.append(set())
         elif lane and "SET STATUS = 'RUNNING'" in statement:
             lane[-1].add("claim")
-        elif lane and statement.startswith("UPDATE JOBS SET STATUS =") and "ATTEMPT" in statement:
+        elif lane and "RETURNING JOBS.ID, JOBS.ATTEMPT" in statement:
             lane[-1].add("commit")  # the fenced commit (each backend's form)
     batches = [k for lane in kinds.values() for k in lane]
     # 64 jobs, 8 slots: every batch but the last of each lane commits with the next claim.

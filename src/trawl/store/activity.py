@@ -74,9 +74,7 @@ _CRAWL_HOSTS = q(
 _HOST_STATE = "SELECT host, next_at, blocked_until, errors FROM crawl_hosts WHERE host IN ({hosts})"
 _IN_FLIGHT = (
     "SELECT s.key, count(*) AS n FROM crawl_slots s"
-    " WHERE s.key IN ({keys}) AND s.until > :now AND "
-    + SLOT_HELD.replace("{", "{{").replace("}", "}}")
-    + " GROUP BY s.key"
+    f" WHERE s.key IN ({{keys}}) AND s.until > :now AND {SLOT_HELD} GROUP BY s.key"
 )
 
 
