@@ -12,7 +12,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import psycopg
@@ -379,3 +379,28 @@ def test_a_database_user_that_may_not_analyze_leaves_the_tables_alone(pg_url: st
         assert _analyzed(pg_url, "items") == 0
         with Store(pg_url) as owner:  # the tables' owner still sees them stale
             assert "items" in owner.stale_statistics()
+
+
+@pytest.mark.parametrize(
+    "look",
+    [
+        lambda store: store.stale_statistics(),
+        lambda store: store.analyze(["items"]),
+        lambda store: store.crowded_tables(),
+        lambda store: store.vacuum(["crawl_slots"]),
+    ],
+    ids=["stale", "analyze", "crowded", "vacuum"],
+)
+def test_an_upkeep_statement_whose_connection_is_cut_is_an_outage(
+    pg_url: str, look: Callable[[Store], object]
+) -> None:
+    """They run outside a transaction: a server gone mid-way must read as an outage (which
+    the upkeep notes quietly), not as a driver error logged with its traceback, and the
+    next look must find the server on a new connection."""
+    with Store(pg_url) as store:
+        pid = store.db.execute(sa.text("SELECT pg_backend_pid()")).scalar()
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+        with pytest.raises(DatabaseUnavailable):
+            look(store)
+        look(store)  # a new connection

@@ -336,6 +336,21 @@ class Database:
     ) -> sa.CursorResult[Any]:
         return self.conn.execute(statement, params or {})
 
+    @contextlib.contextmanager
+    def translated(self) -> Iterator[None]:
+        """For statements run outside a transaction (a look at the server's statistics, an
+        ANALYZE or a VACUUM): a driver error comes out as a transaction's would, a lost
+        server as :class:`DatabaseUnavailable`, and a broken connection is dropped. (Inside
+        a transaction, the transaction does this already.)"""
+        if self._depth:
+            yield
+            return
+        try:
+            yield
+        except exc.DBAPIError as error:
+            self.reset()
+            raise translate(self.url, error) from error
+
     def executemany(self, statement: sa.Executable, rows: Sequence[Params]) -> None:
         if rows:
             self.conn.execute(statement, list(rows))

@@ -201,21 +201,25 @@ class Store:
     def stale_statistics(self) -> list[str]:
         """PostgreSQL: the tables that grew since their statistics were taken, so worth an
         :meth:`analyze` (planner_stats.py says why; one quick read). SQLite: none."""
-        return planner_stats.stale(self.db)
+        with self.db.translated():
+            return planner_stats.stale(self.db)
 
     def analyze(self, tables: list[str]) -> None:
         """``ANALYZE`` these trawl tables (PostgreSQL; SQLite: nothing)."""
-        planner_stats.analyze(self.db, tables)
+        with self.db.translated():
+            planner_stats.analyze(self.db, tables)
 
     def crowded_tables(self) -> list[str]:
         """PostgreSQL: the churning tables (crawl slots and hosts) full enough of dead rows
         to be worth a :meth:`vacuum` (vacuum.py says why; one quick read). SQLite: none."""
-        return vacuum.crowded(self.db)
+        with self.db.translated():
+            return vacuum.crowded(self.db)
 
     def vacuum(self, tables: list[str]) -> None:
         """``VACUUM`` these churning tables, outside any transaction (PostgreSQL; SQLite:
         nothing)."""
-        vacuum.vacuum(self.db, tables)
+        with self.db.translated():
+            vacuum.vacuum(self.db, tables)
 
     # -- tasks ----------------------------------------------------------------------------
 
