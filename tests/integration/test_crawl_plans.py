@@ -75,6 +75,31 @@ _SLOTS = (
 )
 
 
+# The politeness gate's two statements that count the slots held, with their parameters.
+_RESERVE = {
+    "host": "h", "host_key": "host:h", "crawl_key": "crawl:1", "now": 0.0,
+    "earliest": 0.0, "concurrency": 16, "per_host": 4, "hold": 10.0, "step": 1.0,
+    "item_id": "page:1:u3", "attempt": 1, "span": 60.0,
+}  # fmt: skip
+_GATE = (
+    (crawls._RESERVE_POSTGRES, _RESERVE),
+    (crawls._slots_held(2), {"k0": "host:h", "k1": "crawl:1", "now": 0.0}),
+)
+
+
+def _seed(store: Store, pages: int, *, analyze: bool) -> None:
+    """*pages* fetch jobs, two of them running and holding slots; analyzed once the jobs
+    are in (before the two start, as between a crawl's batches) if *analyze*."""
+    with store.db.write():
+        store.db.execute(sa.text(_FETCH_ITEMS), {"n": pages})
+        store.db.execute(sa.text(_FETCH_JOBS), {"n": pages})
+    if analyze:
+        store.db.execute(sa.text("ANALYZE"))
+    with store.db.write():
+        store.db.execute(sa.text(_RUN))
+        store.db.execute(sa.text(_SLOTS))
+
+
 @pytest.mark.postgres
 def test_postgres_slots_held_are_counted_from_the_slots_not_the_running_jobs(
     pg_url: str,
@@ -83,22 +108,8 @@ def test_postgres_slots_held_are_counted_from_the_slots_not_the_running_jobs(
     # walking every page's dead 'running' entry there until jobs was vacuumed: 4 ms a
     # reservation 60,000 pages into a crawl on a server without autovacuum.
     with Store(pg_url) as store:
-        with store.db.write():
-            store.db.execute(sa.text(_FETCH_ITEMS), {"n": 20_000})
-            store.db.execute(sa.text(_FETCH_JOBS), {"n": 20_000})
-        store.db.execute(sa.text("ANALYZE"))
-        with store.db.write():
-            store.db.execute(sa.text(_RUN))
-            store.db.execute(sa.text(_SLOTS))
-        reserve = {
-            "host": "h", "host_key": "host:h", "crawl_key": "crawl:1", "now": 0.0,
-            "earliest": 0.0, "concurrency": 16, "per_host": 4, "hold": 10.0, "step": 1.0,
-            "item_id": "page:1:u3", "attempt": 1, "span": 60.0,
-        }  # fmt: skip
-        for stmt, params in (
-            (crawls._RESERVE_POSTGRES, reserve),
-            (crawls._slots_held(2), {"k0": "host:h", "k1": "crawl:1", "now": 0.0}),
-        ):
+        _seed(store, 20_000, analyze=True)
+        for stmt, params in _GATE:
             with store.db.read():
                 rows = store.db.execute(sa.text("EXPLAIN " + stmt.text), params)
                 plan = "\n".join(r[0] for r in rows)
@@ -121,6 +132,10 @@ def _numbered(sql: str) -> tuple[str, list[str]]:
     return re.sub(r"(?<!:):(\w+)", number, sql), names
 
 
+def _literal(value: object) -> str:
+    return "'" + value.replace("'", "''") + "'" if isinstance(value, str) else str(value)
+
+
 @pytest.mark.postgres
 def test_postgres_slots_held_go_by_item_even_when_planned_before_any_statistics(
     pg_url: str,
@@ -130,29 +145,17 @@ def test_postgres_slots_held_go_by_item_even_when_planned_before_any_statistics(
     # alike without statistics; the generic plan took jobs_task_status and kept it as the
     # crawl grew, filtering every fetch job at each slot (6 ms a reservation 3 s in).
     with Store(pg_url) as store:
-        with store.db.write():
-            store.db.execute(sa.text(_FETCH_ITEMS), {"n": 10})
-            store.db.execute(sa.text(_FETCH_JOBS), {"n": 10})
-            store.db.execute(sa.text(_RUN))
-            store.db.execute(sa.text(_SLOTS))
-            never = store.db.execute(
-                sa.text("SELECT reltuples < 0 FROM pg_class WHERE relname = 'jobs'")
-            ).scalar()
-        assert never, "jobs must not have been analyzed for this test to mean anything"
-    reserve = {
-        "host": "'h'", "host_key": "'host:h'", "crawl_key": "'crawl:1'", "now": "0.0",
-        "earliest": "0.0", "concurrency": "16", "per_host": "4", "hold": "10.0", "step": "1.0",
-        "item_id": "'page:1:u3'", "attempt": "1", "span": "60.0",
-    }  # fmt: skip
-    held = {"k0": "'host:h'", "k1": "'crawl:1'", "now": "0.0"}
+        _seed(store, 10, analyze=False)
+        never = store.db.execute(
+            sa.text("SELECT reltuples < 0 FROM pg_class WHERE relname = 'jobs'")
+        ).scalar()
+    assert never, "jobs must not have been analyzed for this test to mean anything"
     with psycopg.connect(pg_url, autocommit=True) as raw:
         raw.execute("SET plan_cache_mode = force_generic_plan")
-        for n, (stmt, params) in enumerate(
-            ((crawls._RESERVE_POSTGRES, reserve), (crawls._slots_held(2), held))
-        ):
+        for n, (stmt, params) in enumerate(_GATE):
             sql, names = _numbered(stmt.text)
             raw.execute(f"PREPARE s{n} AS {sql}")
-            args = ", ".join(params[name] for name in names)
+            args = ", ".join(_literal(params[name]) for name in names)
             plan = "\n".join(str(r[0]) for r in raw.execute(f"EXPLAIN EXECUTE s{n}({args})"))
             assert "jobs_task_status" not in plan, plan
             assert "using jobs_item_task on jobs" in plan, plan

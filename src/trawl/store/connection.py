@@ -321,11 +321,8 @@ class Database:
 
     def _run(self, conn: sa.Connection, statement: str) -> None:
         """BEGIN, COMMIT: on PostgreSQL together with what is queued (one round trip)."""
-        try:
+        with self.translated():
             self._driver.fetch(self._raw, statement)
-        except exc.DBAPIError as error:
-            self.reset()
-            raise translate(self.url, error) from error
 
     def _before_sqlalchemy(self, conn: sa.Connection, *_: Any) -> None:
         if self._driver.queued:
@@ -338,13 +335,10 @@ class Database:
 
     @contextlib.contextmanager
     def translated(self) -> Iterator[None]:
-        """For statements run outside a transaction (a look at the server's statistics, an
-        ANALYZE or a VACUUM): a driver error comes out as a transaction's would, a lost
-        server as :class:`DatabaseUnavailable`, and a broken connection is dropped. (Inside
-        a transaction, the transaction does this already.)"""
-        if self._depth:
-            yield
-            return
+        """For statements run outside a transaction (BEGIN and COMMIT themselves, a look at
+        the server's statistics, an ANALYZE or a VACUUM): a driver error comes out as a
+        transaction's would, a lost server as :class:`DatabaseUnavailable`, and the broken
+        connection is dropped."""
         try:
             yield
         except exc.DBAPIError as error:
