@@ -29,6 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import crawl_summary
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PY = ROOT / ".venv" / "bin" / "python"
@@ -326,13 +328,15 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[dict[str, object]]:
+def run(
+    size: int, systems: list[str], work: Path, before: Path | None, round_: int = 0
+) -> list[dict[str, object]]:
     rows: list[dict[str, Any]] = []
     for system in systems:
         name, binary = _which(system, before)
         server, origin = serve(size)
         root = origin["main"] + "/"
-        place = work / f"{system}-{size}-{len(rows)}"  # a system may run more than once
+        place = work / f"{system}-{size}-{round_}-{len(rows)}"  # a system may run more than once
         place.mkdir(parents=True)
         cleanup: tuple[Any, str] | None = None
         try:
@@ -364,7 +368,7 @@ def run(size: int, systems: list[str], work: Path, before: Path | None) -> list[
             if cleanup is not None:
                 pg, db = cleanup
                 pg.drop(db)
-        rows.append(_rated({"system": system, "site_pages": size, **row}))
+        rows.append(_rated({"system": system, "site_pages": size, "round": round_, **row}))
         print(_line(rows[-1]), flush=True)
         if _unfinished(rows[-1]):
             print(
@@ -415,7 +419,8 @@ def _rated(row: dict[str, Any]) -> dict[str, Any]:
 
 def _line(row: dict[str, object]) -> str:
     return (
-        f"{row['system']:<17} site {row['site_pages']:>6}  fetched {row['pages']:>6}  "
+        f"{row['system']:<17} site {row['site_pages']:>6}  round {row['round']}  "
+        f"fetched {row['pages']:>6}  "
         f"{row['wall_s']:7.1f}s  {row['pages_per_s']:7.1f} pages/s  "
         f"{row['cpu_ms_per_page']:5.2f} CPU ms/page{_db_part(row)}  "
         f"peak RSS {row['rss_mib']:6.0f} MiB  tree {row['tree_mib']:6.0f} MiB  exit {row['code']}"
@@ -425,6 +430,13 @@ def _line(row: dict[str, object]) -> str:
 def _db_part(row: dict[str, object]) -> str:
     share = row.get("db_cpu_ms_per_page")
     return f" + {share:5.2f} in PostgreSQL" if isinstance(share, float) else ""
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: give at least 1")
+    return value
 
 
 def main() -> int:
@@ -442,6 +454,13 @@ def main() -> int:
         help="another checkout (with its .venv) whose trawl runs the rows named NAME@before"
         f" ({', '.join(BEFORE)}), for a before/after table in one run",
     )
+    parser.add_argument(
+        "--rounds",
+        type=_positive,
+        default=1,
+        help="run every system this many times, the order reversed every other round;"
+        " ratios are the median of the rounds' ratios",
+    )
     args = parser.parse_args()
     sizes = [
         int(s) for s in (args.sizes or ("2000" if args.quick else "2000,20000,200000")).split(",")
@@ -454,13 +473,24 @@ def main() -> int:
     rows = []
     try:
         for size in sizes:
-            rows += run(size, systems, work, args.before)
+            for n in range(args.rounds):
+                order = systems if n % 2 == 0 else systems[::-1]
+                rows += run(size, order, work, args.before, n)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    meta = {"cpus": os.cpu_count(), "depth": DEPTH, "concurrency": CONCURRENCY, "at": time.time()}
+    summary = crawl_summary.summarize(rows)
+    print("\n".join(crawl_summary.lines(summary)), flush=True)
+    meta = {
+        "cpus": os.cpu_count(),
+        "depth": DEPTH,
+        "concurrency": CONCURRENCY,
+        "rounds": args.rounds,
+        "load_average": os.getloadavg(),
+        "at": time.time(),
+    }
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "crawl-latest.json").write_text(
-        json.dumps({"meta": meta, "rows": rows}, indent=1)
+        json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1)
     )
     unfinished = [r["system"] for r in rows if _unfinished(r)]
     if unfinished:
