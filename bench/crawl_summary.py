@@ -47,8 +47,16 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
             for system, per in rates.items()
         ]
+        # All the CPU a page cost: the command's, and its PostgreSQL server's.
+        costs = _by_round(
+            [
+                {**row, "all": row["cpu_ms_per_page"] + row.get("db_cpu_ms_per_page", 0.0)}
+                for row in sized
+            ],
+            "all",
+        )
         ratios = [
-            _ratio(rates, system, against, target)
+            _ratio(rates, costs, system, against, target)
             for system, against, target in _pairs(list(rates))
             if system in rates and against in rates
         ]
@@ -63,7 +71,7 @@ def lines(summary: list[dict[str, Any]]) -> list[str]:
         text.append(f"== site {size['site_pages']}, {rounds} round(s): medians")
         for s in size["systems"]:
             text.append(
-                f"{s['system']:<24} {s['pages_per_s']:8.1f} pages/s"
+                f"{s['system']:<27} {s['pages_per_s']:8.1f} pages/s"
                 f" ({s['min']:.1f}-{s['max']:.1f})  {s['cpu_ms_per_page']:5.2f} CPU ms/page"
                 + (
                     f" + {s['db_cpu_ms_per_page']:5.2f} in PostgreSQL"
@@ -78,7 +86,9 @@ def lines(summary: list[dict[str, Any]]) -> list[str]:
             if r["target"] is not None:
                 met = "met" if r["ratio"] >= r["target"] else "NOT met"
                 verdict = f"  target >= {r['target']}x: {met}"
-            text.append(f"{name:<42} {r['ratio']:5.2f}x  {spread}{verdict}")
+            text.append(
+                f"{name:<50} {r['ratio']:5.2f}x  {spread}  by CPU {r['cpu_ratio']:.2f}x{verdict}"
+            )
     return text
 
 
@@ -100,24 +110,34 @@ def _by_round(rows: list[dict[str, Any]], key: str) -> dict[str, dict[int, float
 
 
 def _ratio(
-    rates: dict[str, dict[int, float]], system: str, against: str, target: float | None
+    rates: dict[str, dict[int, float]],
+    costs: dict[str, dict[int, float]],
+    system: str,
+    against: str,
+    target: float | None,
 ) -> dict[str, Any]:
-    mine, theirs = rates[system], rates[against]
-    rounds = [mine[n] / theirs[n] for n in sorted(mine) if theirs.get(n)]
-    whole = statistics.median(theirs.values())
-    # The median of the rounds' ratios; with no round shared, the ratio of the medians.
-    ratio = (
-        statistics.median(rounds)
-        if rounds
-        else (statistics.median(mine.values()) / whole if whole else 0.0)
-    )
+    """*system*'s pages/s over *against*'s, and by CPU: *against*'s CPU a page over
+    *system*'s (above 1, *system* spends less), the figure other work moves least."""
+    ratio, rounds = _median_ratio(rates[system], rates[against])
+    by_cpu, _ = _median_ratio(costs[against], costs[system])
     return {
         "system": system,
         "against": against,
         "ratio": ratio,
         "rounds": rounds,
+        "cpu_ratio": by_cpu,
         "target": target,
     }
+
+
+def _median_ratio(mine: dict[int, float], theirs: dict[int, float]) -> tuple[float, list[float]]:
+    """The median of the rounds' ratios, and those ratios; with no round shared, the ratio
+    of the medians."""
+    rounds = [mine[n] / theirs[n] for n in sorted(mine) if theirs.get(n)]
+    if rounds:
+        return statistics.median(rounds), rounds
+    whole = statistics.median(theirs.values())
+    return (statistics.median(mine.values()) / whole if whole else 0.0), rounds
 
 
 def _unique(values: Iterable[Any]) -> list[Any]:

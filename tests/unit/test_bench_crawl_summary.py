@@ -72,6 +72,17 @@ def test_a_postgresql_row_carries_its_servers_cpu_a_page() -> None:
     assert "+  0.60 in PostgreSQL" in text
 
 
+def test_by_cpu_a_ratio_counts_the_servers_cpu_and_is_the_other_way_round() -> None:
+    # 1.0 + 0.5 ms a page against wget's 0.5: a third of wget's efficiency.
+    rows = [
+        {**_row("trawl-sqlite", 0, 1000), "cpu_ms_per_page": 1.0, "db_cpu_ms_per_page": 0.5},
+        {**_row("wget", 0, 2000), "cpu_ms_per_page": 0.5},
+    ]
+    ratio = _ratios(summary.summarize(rows))["trawl-sqlite", "wget"]
+    assert ratio["cpu_ratio"] == pytest.approx(1 / 3)
+    assert "by CPU 0.33x" in "\n".join(summary.lines(summary.summarize(rows)))
+
+
 def test_a_system_named_twice_counts_once_a_round_by_its_median() -> None:
     rows = [
         _row("trawl-postgresql", 0, 900),
