@@ -470,6 +470,7 @@ def main() -> int:
         print("wget is missing (Debian: apt-get install -y wget): skipping it", file=sys.stderr)
         systems.remove("wget")
     work = Path(tempfile.mkdtemp(prefix="trawl-crawl-bench-"))
+    load = os.getloadavg()  # at the start: what else the machine was doing
     rows = []
     try:
         for size in sizes:
@@ -485,7 +486,7 @@ def main() -> int:
         "depth": DEPTH,
         "concurrency": CONCURRENCY,
         "rounds": args.rounds,
-        "load_average": os.getloadavg(),
+        "load_average_at_start": load,
         "at": time.time(),
     }
     (HERE / "results").mkdir(exist_ok=True)
