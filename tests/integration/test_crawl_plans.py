@@ -100,6 +100,13 @@ def _seed(store: Store, pages: int, *, analyze: bool) -> None:
         store.db.execute(sa.text(_SLOTS))
 
 
+def _assert_by_item(plan: str) -> None:
+    """Each slot's job is found by its item (jobs_item_task), never through the running
+    jobs (jobs_task_status)."""
+    assert "jobs_task_status" not in plan, plan
+    assert "using jobs_item_task on jobs" in plan, plan
+
+
 @pytest.mark.postgres
 def test_postgres_slots_held_are_counted_from_the_slots_not_the_running_jobs(
     pg_url: str,
@@ -112,9 +119,7 @@ def test_postgres_slots_held_are_counted_from_the_slots_not_the_running_jobs(
         for stmt, params in _GATE:
             with store.db.read():
                 rows = store.db.execute(sa.text("EXPLAIN " + stmt.text), params)
-                plan = "\n".join(r[0] for r in rows)
-            assert "jobs_task_status" not in plan, plan
-            assert "using jobs_item_task on jobs" in plan, plan
+                _assert_by_item("\n".join(r[0] for r in rows))
         with store.db.read():
             held = store.crawls.held(["host:h", "crawl:1", "host:other"], 0.0)
         assert held == {"host:h": 2, "crawl:1": 2, "host:other": 0}
@@ -156,6 +161,6 @@ def test_postgres_slots_held_go_by_item_even_when_planned_before_any_statistics(
             sql, names = _numbered(stmt.text)
             raw.execute(f"PREPARE s{n} AS {sql}")
             args = ", ".join(_literal(params[name]) for name in names)
-            plan = "\n".join(str(r[0]) for r in raw.execute(f"EXPLAIN EXECUTE s{n}({args})"))
-            assert "jobs_task_status" not in plan, plan
-            assert "using jobs_item_task on jobs" in plan, plan
+            _assert_by_item(
+                "\n".join(str(r[0]) for r in raw.execute(f"EXPLAIN EXECUTE s{n}({args})"))
+            )
