@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import io
+import threading
 
 import pytest
 
 from tests.support.crawl_rows import crawl_row
-from trawl.crawl import task
+from trawl.crawl import extract, task
 from trawl.crawl.blocks import retry_after
 from trawl.crawl.client import Response
 from trawl.crawl.extract import css_links, html_links
@@ -67,6 +68,36 @@ def test_links_from_html_and_css_resolve_against_base_and_dedupe() -> None:
     ]
     css = "@import 'more.css'; a { background: url(\"x.gif\") } b { background: url(data:,) }"
     assert css_links(css, "http://h/c/").urls == ["http://h/c/x.gif", "http://h/c/more.css"]
+
+
+def test_pages_share_a_thread_s_selector_engine_but_never_its_matches() -> None:
+    """One CSS engine serves the pages a thread parses (setting one up cost more than a
+    small page), so nothing of one page's matches may reach the next, and two threads
+    never share one."""
+    first = b'<base href="http://one.example/"><base href="http://two.example/"><a href=a>'
+    assert html_links(first, "http://h/").urls == ["http://one.example/a"]  # the first base
+    assert html_links(b"<p>no links</p>", "http://h/").urls == []
+    assert html_links(b"<a href=b>", "http://h/x/").urls == ["http://h/x/b"]
+    assert html_links(b"", "http://h/").urls == []
+
+    engines: dict[str, object] = {}
+    found: dict[str, list[list[str]]] = {}
+
+    def parse(name: str) -> None:
+        engines[name] = extract._selector()
+        pages = (f"<a href=/{name}/{n}>".encode() for n in range(200))
+        found[name] = [html_links(page, "http://h/").urls for page in pages]
+
+    threads = [threading.Thread(target=parse, args=(name,)) for name in ("t1", "t2")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for name in ("t1", "t2"):
+        assert found[name] == [[f"http://h/{name}/{n}"] for n in range(200)]
+    assert engines["t1"] is not engines["t2"]
+    assert extract._selector() is extract._selector()
+    assert extract._selector() not in engines.values()
 
 
 def test_last_matching_rule_wins_per_setting() -> None:
