@@ -9,6 +9,8 @@ with ``--processes 2``, two processes sharing the frontier, and as a remote pipe
 reports its peak RSS (``ru_maxrss`` of the process tree's largest process); the bench also
 samples the whole tree's memory (PSS, so pages Chromium's processes share count once),
 which is what a browser crawl costs. Rows go to stdout and bench/results/crawl-latest.json.
+With ``--instructions`` the SQLite crawls run under callgrind instead, and a page's cost
+is counted in instructions (crawl_instructions.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import crawl_instructions
 import crawl_summary
 
 HERE = Path(__file__).resolve().parent
@@ -142,8 +145,16 @@ def serve(pages: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
     return proc, json.loads(proc.stdout.readline())
 
 
-def trawl(db: str, root: str, work: Path, *extra: str, binary: Path = TRAWL) -> dict[str, float]:
+def trawl(
+    db: str,
+    root: str,
+    work: Path,
+    *extra: str,
+    binary: Path = TRAWL,
+    prefix: list[str] | None = None,
+) -> dict[str, float]:
     args = [
+        *(prefix or []),
         str(binary),
         "--db",
         db,
@@ -328,6 +339,45 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def counted(
+    size: int, systems: list[str], work: Path, before: Path | None, round_: int = 0
+) -> list[dict[str, object]]:
+    """Each system's crawl of the *size*-page site under callgrind: its instructions, in
+    all and by shared object (crawl_instructions)."""
+    rows: list[dict[str, Any]] = []
+    for system in systems:
+        name, binary = _which(system, before)
+        server, origin = serve(size)
+        place = work / f"{system}-{size}-{round_}-instructions"
+        place.mkdir(parents=True)
+        out = place / "callgrind.out"
+        extra = ("--no-warc-sync",) if name == "trawl-sqlite-nosync" else ()
+        db = f"sqlite:///{place / 'crawl.db'}"
+        try:
+            row = trawl(
+                db,
+                origin["main"] + "/",
+                place,
+                *extra,
+                binary=binary,
+                prefix=crawl_instructions.command(out),
+            )
+        finally:
+            server.terminate()
+            server.wait()
+        objects = crawl_instructions.by_object(out) if out.exists() else {}
+        row |= {"instructions": sum(objects.values()), "objects": objects}
+        rows.append({"system": system, "site_pages": size, "round": round_, **row})
+        print(
+            f"{system:<17} site {size:>6}  round {round_}  fetched {row['pages']:>6}"
+            f"  {row['instructions']:>16,} instructions  {row['wall_s']:7.1f}s  exit {row['code']}",
+            flush=True,
+        )
+        if _unfinished(rows[-1]) or not objects:
+            print(f"{system}: its crawl did not finish under callgrind", file=sys.stderr)
+    return rows
+
+
 def run(
     size: int, systems: list[str], work: Path, before: Path | None, round_: int = 0
 ) -> list[dict[str, object]]:
@@ -432,6 +482,20 @@ def _db_part(row: dict[str, object]) -> str:
     return f" + {share:5.2f} in PostgreSQL" if isinstance(share, float) else ""
 
 
+def _check_instructions(systems: list[str], sizes: list[int]) -> None:
+    """--instructions counts one process's work: trawl on SQLite, at two sizes or more."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (Debian: apt-get install -y valgrind)")
+    others = [s for s in systems if s.partition("@")[0] not in crawl_instructions.SYSTEMS]
+    if others:
+        raise SystemExit(
+            f"--instructions counts {', '.join(crawl_instructions.SYSTEMS)} (and @before) only,"
+            f" whose database work is in the crawler's process: not {', '.join(others)}"
+        )
+    if len(set(sizes)) < 2:
+        raise SystemExit("--instructions needs two site sizes at least (--sizes 500,2000)")
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -461,11 +525,24 @@ def main() -> int:
         help="run every system this many times, the order reversed every other round;"
         " ratios are the median of the rounds' ratios",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count each crawl's instructions under valgrind's callgrind instead of timing"
+        f" it ({', '.join(crawl_instructions.SYSTEMS)} and their @before; sizes default to"
+        f" {crawl_instructions.DEFAULT_SIZES}): a page's cost is the slope between two sizes",
+    )
     args = parser.parse_args()
+    if args.instructions:
+        args.sizes = args.sizes or crawl_instructions.DEFAULT_SIZES
+        if args.only == parser.get_default("only"):
+            args.only = "trawl-sqlite"
     sizes = [
         int(s) for s in (args.sizes or ("2000" if args.quick else "2000,20000,200000")).split(",")
     ]
     systems = args.only.split(",")
+    if args.instructions:
+        _check_instructions(systems, sizes)
     if "wget" in systems and shutil.which("wget") is None:
         print("wget is missing (Debian: apt-get install -y wget): skipping it", file=sys.stderr)
         systems.remove("wget")
@@ -476,21 +553,28 @@ def main() -> int:
         for size in sizes:
             for n in range(args.rounds):
                 order = systems if n % 2 == 0 else systems[::-1]
-                rows += run(size, order, work, args.before, n)
+                measure = counted if args.instructions else run
+                rows += measure(size, order, work, args.before, n)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    summary = crawl_summary.summarize(rows)
-    print("\n".join(crawl_summary.lines(summary)), flush=True)
+    if args.instructions:
+        summary = crawl_instructions.summarize(rows)
+        print("\n".join(crawl_instructions.lines(summary)), flush=True)
+    else:
+        summary = crawl_summary.summarize(rows)
+        print("\n".join(crawl_summary.lines(summary)), flush=True)
     meta = {
         "cpus": os.cpu_count(),
         "depth": DEPTH,
         "concurrency": CONCURRENCY,
         "rounds": args.rounds,
+        "instructions": args.instructions,
         "load_average_at_start": load,
         "at": time.time(),
     }
     (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "crawl-latest.json").write_text(
+    latest = "crawl-instructions-latest.json" if args.instructions else "crawl-latest.json"
+    (HERE / "results" / latest).write_text(
         json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1)
     )
     unfinished = [r["system"] for r in rows if _unfinished(r)]

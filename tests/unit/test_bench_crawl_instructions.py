@@ -1,0 +1,164 @@
+"""bench/crawl --instructions: callgrind's counts by object, and a page's cost as a slope."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _load(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, _BENCH / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # crawl_bench imports its siblings by name
+    spec.loader.exec_module(module)
+    return module
+
+
+instructions = _load("crawl_instructions")
+crawl_summary = _load("crawl_summary")
+crawl_bench = _load("crawl_bench")
+
+# Two objects with compressed names, a call whose inclusive cost (the line after calls=)
+# must not count again, a call target's object named on first use (cob=), and positions
+# written relative (+N, -N, *).
+CALLGRIND = """\
+version: 1
+creator: callgrind-3.19.0
+pid: 1
+cmd: python -m trawl
+part: 1
+
+desc: I1 cache:
+positions: line
+events: Ir
+summary: 1111
+
+ob=(1) /usr/lib/libpython3.11.so.1.0
+fl=(1) ceval.c
+fn=(1) _PyEval_EvalFrameDefault
+10 500
++2 100
+cob=(2) /usr/lib/x86_64-linux-gnu/libz.so.1.2.13
+cfi=(2) ???
+cfn=(2) deflate
+calls=3 0
+* 400
+-1 11
+ob=(2)
+fl=(2)
+fn=(2)
+0 400
+ob=(1)
+fn=(1)
+12 100
+
+totals: 1111
+"""
+
+
+def test_self_cost_is_counted_by_object_and_a_calls_inclusive_cost_once(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "callgrind.out"
+    path.write_text(CALLGRIND)
+    counts = instructions.by_object(path)
+    assert counts == {"libpython3.11.so.1.0": 711, "libz.so.1.2.13": 400}
+    assert sum(counts.values()) == 1111  # the file's own summary
+
+
+def _row(system: str, size: int, pages: int, total: int, **objects: int) -> dict[str, Any]:
+    return {
+        "system": system,
+        "site_pages": size,
+        "pages": pages,
+        "instructions": total,
+        "objects": objects,
+    }
+
+
+def test_a_pages_cost_is_the_slope_so_start_up_drops_out() -> None:
+    # Start-up costs both sizes 1,000,000: 2,000 pages more cost 8,000,000 more.
+    rows = [
+        _row("trawl-sqlite", 500, 634, 1_000_000 + 634 * 4000, py=1_000_000 + 634 * 3000),
+        _row("trawl-sqlite", 2000, 2634, 1_000_000 + 2634 * 4000, py=1_000_000 + 2634 * 3000),
+    ]
+    (entry,) = instructions.summarize(rows)
+    assert entry["instructions_per_page"] == 4000
+    assert entry["objects"] == {"py": 3000}
+    assert entry["sizes"] == [500, 2000]
+    assert entry["pages"] == [634, 2634]
+
+
+def test_an_object_in_one_size_only_counts_as_zero_in_the_other() -> None:
+    rows = [
+        _row("trawl-sqlite", 500, 100, 10_000, py=10_000),
+        _row("trawl-sqlite", 2000, 300, 50_000, py=40_000, z=10_000),
+    ]
+    (entry,) = instructions.summarize(rows)
+    assert entry["objects"] == {"py": 150, "z": 50}
+    assert list(entry["objects"]) == ["py", "z"]  # the costliest first
+
+
+def test_before_and_after_give_a_ratio_and_repeated_runs_their_median() -> None:
+    rows = [
+        _row("trawl-sqlite@before", 500, 100, 100_000),
+        _row("trawl-sqlite@before", 2000, 300, 300_000),  # 1,000 a page
+        _row("trawl-sqlite", 500, 100, 100_000),
+        _row("trawl-sqlite", 2000, 300, 299_000),
+        _row("trawl-sqlite", 2000, 300, 280_000),  # the median of three: 280,000
+        _row("trawl-sqlite", 2000, 300, 250_000),
+    ]
+    entries = {e["system"]: e for e in instructions.summarize(rows)}
+    assert entries["trawl-sqlite@before"]["instructions_per_page"] == 1000
+    assert entries["trawl-sqlite"]["instructions_per_page"] == 900
+    assert entries["trawl-sqlite"]["vs_before"] == pytest.approx(0.9)
+    assert "vs_before" not in entries["trawl-sqlite@before"]
+    text = "\n".join(instructions.lines(instructions.summarize(rows)))
+    assert "0.900x @before" in text
+
+
+def test_a_system_at_one_size_or_with_no_more_pages_gets_no_slope() -> None:
+    rows = [
+        _row("trawl-sqlite", 500, 100, 10_000),
+        _row("trawl-sqlite-nosync", 500, 100, 10_000),
+        _row("trawl-sqlite-nosync", 2000, 100, 20_000),  # a crawl that stopped early
+    ]
+    assert instructions.summarize(rows) == []
+
+
+@pytest.mark.parametrize(
+    ("systems", "sizes", "message"),
+    [
+        (["trawl-postgresql"], [500, 2000], "not trawl-postgresql"),
+        (["trawl-sqlite", "wget"], [500, 2000], "not wget"),
+        (["trawl-sqlite"], [2000], "two site sizes"),
+        (["trawl-sqlite"], [2000, 2000], "two site sizes"),
+    ],
+)
+def test_instructions_refuses_what_it_cannot_count(
+    systems: list[str], sizes: list[int], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(crawl_bench.shutil, "which", lambda name: f"/usr/bin/{name}")
+    with pytest.raises(SystemExit, match=message):
+        crawl_bench._check_instructions(systems, sizes)
+
+
+def test_instructions_says_how_to_get_valgrind(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(crawl_bench.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match="apt-get install -y valgrind"):
+        crawl_bench._check_instructions(["trawl-sqlite"], [500, 2000])
+
+
+def test_the_before_rows_of_a_sqlite_system_may_be_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(crawl_bench.shutil, "which", lambda name: f"/usr/bin/{name}")
+    crawl_bench._check_instructions(["trawl-sqlite@before", "trawl-sqlite"], [500, 2000])
