@@ -15,12 +15,15 @@ Each system crawls two sizes of the demo site, and a page's cost is the slope be
 them, ``(I(large) - I(small)) / (pages(large) - pages(small))``: start-up (imports, the
 schema) and the site's fixed pages (one 5 MB binary) cost both crawls the same and drop
 out. The same slope is given for each shared object (the interpreter, SQLite, zlib...),
-from the self cost callgrind records per function.
+from the self cost callgrind records per function. With ``--rounds N`` each round gives
+its slope, a system's figure is the median of them, and ``NAME@before`` is compared by
+the median of the rounds' ratios.
 """
 
 from __future__ import annotations
 
 import re
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -81,38 +84,52 @@ def _name(text: str, names: dict[str, str]) -> str:
 
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per system: instructions a page, the slope between its smallest and largest site
-    (the median of each size's runs where it ran more than once), in all and by object;
-    then each ``NAME`` over ``NAME@before``."""
+    in each round, in all and by object, and the median over the rounds (with the range
+    of the rounds' slopes); then each ``NAME`` over ``NAME@before``, the median of the
+    rounds' ratios, as bench/crawl's timed summary takes them."""
     out: list[dict[str, Any]] = []
+    slopes_of: dict[str, dict[int, float]] = {}
     for system in _unique(row["system"] for row in rows):
         mine = [row for row in rows if row["system"] == system]
         sizes = sorted({row["site_pages"] for row in mine})
         if len(sizes) < 2:
             continue
-        small = _median_row([r for r in mine if r["site_pages"] == sizes[0]])
-        large = _median_row([r for r in mine if r["site_pages"] == sizes[-1]])
-        pages = large["pages"] - small["pages"]
-        if pages <= 0:
+        small = {r["round"]: r for r in mine if r["site_pages"] == sizes[0]}
+        large = {r["round"]: r for r in mine if r["site_pages"] == sizes[-1]}
+        slopes: dict[int, float] = {}
+        objects: dict[str, list[float]] = defaultdict(list)
+        for n in sorted(set(small) & set(large)):
+            pages = large[n]["pages"] - small[n]["pages"]
+            if pages <= 0:
+                continue  # a crawl that stopped early: no slope
+            slopes[n] = (large[n]["instructions"] - small[n]["instructions"]) / pages
+            for name in set(small[n]["objects"]) | set(large[n]["objects"]):
+                grown = large[n]["objects"].get(name, 0) - small[n]["objects"].get(name, 0)
+                objects[name].append(grown / pages)
+        if not slopes:
             continue
-        objects = set(small["objects"]) | set(large["objects"])
-        per_object = {
-            name: (large["objects"].get(name, 0) - small["objects"].get(name, 0)) / pages
-            for name in objects
-        }
+        slopes_of[system] = slopes
+        per_object = {name: statistics.median(values) for name, values in objects.items()}
         out.append(
             {
                 "system": system,
                 "sizes": [sizes[0], sizes[-1]],
-                "pages": [small["pages"], large["pages"]],
-                "instructions_per_page": (large["instructions"] - small["instructions"]) / pages,
+                "instructions_per_page": statistics.median(slopes.values()),
+                "min": min(slopes.values()),
+                "max": max(slopes.values()),
+                "rounds": len(slopes),
                 "objects": dict(sorted(per_object.items(), key=lambda kv: -kv[1])),
             }
         )
-    found = {entry["system"]: entry for entry in out}
     for entry in out:
-        before = found.get(f"{entry['system']}@before")
-        if before is not None:
-            entry["vs_before"] = entry["instructions_per_page"] / before["instructions_per_page"]
+        before = slopes_of.get(f"{entry['system']}@before")
+        if before is None:
+            continue
+        mine = slopes_of[entry["system"]]
+        ratios = [mine[n] / before[n] for n in sorted(set(mine) & set(before))]
+        if ratios:
+            entry["vs_before"] = statistics.median(ratios)
+            entry["vs_before_rounds"] = ratios
     return out
 
 
@@ -122,20 +139,18 @@ def lines(summary: list[dict[str, Any]]) -> list[str]:
         small, large = entry["sizes"]
         head = (
             f"{entry['system']:<28} {entry['instructions_per_page']:>12,.0f} a page"
-            f"  (sites {small} and {large})"
+            f" ({entry['min']:,.0f}-{entry['max']:,.0f}, {entry['rounds']} round(s);"
+            f" sites {small} and {large})"
         )
         if "vs_before" in entry:
-            head += f"  {entry['vs_before']:.3f}x @before"
+            spread = entry["vs_before_rounds"]
+            head += (
+                f"  {entry['vs_before']:.3f}x @before (rounds {min(spread):.3f}-{max(spread):.3f})"
+            )
         text.append(head)
         shown = list(entry["objects"].items())[:SHOWN_OBJECTS]
         text += [f"    {name:<40} {count:>12,.0f}" for name, count in shown]
     return text
-
-
-def _median_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The run with the median total (the lower middle one of an even count)."""
-    ordered = sorted(rows, key=lambda row: row["instructions"])
-    return ordered[(len(ordered) - 1) // 2]
 
 
 def _unique(values: Iterable[Any]) -> list[Any]:

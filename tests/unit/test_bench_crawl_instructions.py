@@ -74,10 +74,13 @@ def test_self_cost_is_counted_by_object_and_a_calls_inclusive_cost_once(
     assert sum(counts.values()) == 1111  # the file's own summary
 
 
-def _row(system: str, size: int, pages: int, total: int, **objects: int) -> dict[str, Any]:
+def _row(
+    system: str, size: int, pages: int, total: int, round_: int = 0, **objects: int
+) -> dict[str, Any]:
     return {
         "system": system,
         "site_pages": size,
+        "round": round_,
         "pages": pages,
         "instructions": total,
         "objects": objects,
@@ -94,7 +97,6 @@ def test_a_pages_cost_is_the_slope_so_start_up_drops_out() -> None:
     assert entry["instructions_per_page"] == 4000
     assert entry["objects"] == {"py": 3000}
     assert entry["sizes"] == [500, 2000]
-    assert entry["pages"] == [634, 2634]
 
 
 def test_an_object_in_one_size_only_counts_as_zero_in_the_other() -> None:
@@ -107,22 +109,41 @@ def test_an_object_in_one_size_only_counts_as_zero_in_the_other() -> None:
     assert list(entry["objects"]) == ["py", "z"]  # the costliest first
 
 
-def test_before_and_after_give_a_ratio_and_repeated_runs_their_median() -> None:
+def test_rounds_give_the_median_slope_and_the_median_ratio_to_before() -> None:
+    # Round 1 ran slow on both sides: the rounds' ratios agree, the medians' would not.
     rows = [
-        _row("trawl-sqlite@before", 500, 100, 100_000),
-        _row("trawl-sqlite@before", 2000, 300, 300_000),  # 1,000 a page
-        _row("trawl-sqlite", 500, 100, 100_000),
-        _row("trawl-sqlite", 2000, 300, 299_000),
-        _row("trawl-sqlite", 2000, 300, 280_000),  # the median of three: 280,000
-        _row("trawl-sqlite", 2000, 300, 250_000),
+        _row("trawl-sqlite@before", 500, 100, 100_000, 0),
+        _row("trawl-sqlite@before", 2000, 300, 300_000, 0),  # 1,000 a page
+        _row("trawl-sqlite", 500, 100, 100_000, 0),
+        _row("trawl-sqlite", 2000, 300, 280_000, 0),  # 900: 0.9x
+        _row("trawl-sqlite@before", 500, 100, 100_000, 1),
+        _row("trawl-sqlite@before", 2000, 300, 500_000, 1),  # 2,000
+        _row("trawl-sqlite", 500, 100, 100_000, 1),
+        _row("trawl-sqlite", 2000, 300, 480_000, 1),  # 1,900: 0.95x
+        _row("trawl-sqlite", 500, 100, 100_000, 2),
+        _row("trawl-sqlite", 2000, 300, 300_000, 2),  # 1,000, no before in its round
     ]
     entries = {e["system"]: e for e in instructions.summarize(rows)}
-    assert entries["trawl-sqlite@before"]["instructions_per_page"] == 1000
-    assert entries["trawl-sqlite"]["instructions_per_page"] == 900
-    assert entries["trawl-sqlite"]["vs_before"] == pytest.approx(0.9)
+    after = entries["trawl-sqlite"]
+    assert (after["instructions_per_page"], after["min"], after["max"]) == (1000, 900, 1900)
+    assert after["rounds"] == 3
+    assert after["vs_before_rounds"] == [0.9, 0.95]
+    assert after["vs_before"] == pytest.approx(0.925)
+    assert entries["trawl-sqlite@before"]["instructions_per_page"] == 1500
     assert "vs_before" not in entries["trawl-sqlite@before"]
     text = "\n".join(instructions.lines(instructions.summarize(rows)))
-    assert "0.900x @before" in text
+    assert "0.925x @before (rounds 0.900-0.950)" in text
+    assert "1,000 a page (900-1,900, 3 round(s); sites 500 and 2000)" in text
+
+
+def test_a_round_without_both_sizes_adds_no_slope() -> None:
+    rows = [
+        _row("trawl-sqlite", 500, 100, 10_000, 0),
+        _row("trawl-sqlite", 2000, 300, 30_000, 0),
+        _row("trawl-sqlite", 2000, 300, 90_000, 1),  # its small crawl is missing
+    ]
+    (entry,) = instructions.summarize(rows)
+    assert (entry["instructions_per_page"], entry["rounds"]) == (100, 1)
 
 
 def test_a_system_at_one_size_or_with_no_more_pages_gets_no_slope() -> None:
