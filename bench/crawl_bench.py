@@ -365,7 +365,9 @@ def counted(
         finally:
             server.terminate()
             server.wait()
-        objects = crawl_instructions.by_object(out) if out.exists() else {}
+        if not out.exists():  # valgrind itself failed: a row of nothing would skew the slope
+            raise SystemExit(f"{system}: callgrind wrote no counts ({place / 'trawl.log'})")
+        objects = crawl_instructions.by_object(out)
         row |= {"instructions": sum(objects.values()), "objects": objects}
         rows.append({"system": system, "site_pages": size, "round": round_, **row})
         print(
@@ -373,7 +375,7 @@ def counted(
             f"  {row['instructions']:>16,} instructions  {row['wall_s']:7.1f}s  exit {row['code']}",
             flush=True,
         )
-        if _unfinished(rows[-1]) or not objects:
+        if _unfinished(rows[-1]):
             print(f"{system}: its crawl did not finish under callgrind", file=sys.stderr)
     return rows
 
@@ -549,11 +551,11 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="trawl-crawl-bench-"))
     load = os.getloadavg()  # at the start: what else the machine was doing
     rows = []
+    measure = counted if args.instructions else run
     try:
         for size in sizes:
             for n in range(args.rounds):
                 order = systems if n % 2 == 0 else systems[::-1]
-                measure = counted if args.instructions else run
                 rows += measure(size, order, work, args.before, n)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -25,9 +25,10 @@ from __future__ import annotations
 import re
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from crawl_summary import median_ratio, unique
 
 # Only trawl on SQLite does all its work in the process callgrind counts; a PostgreSQL
 # crawler's database work is the server's.
@@ -85,11 +86,12 @@ def _name(text: str, names: dict[str, str]) -> str:
 def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per system: instructions a page, the slope between its smallest and largest site
     in each round, in all and by object, and the median over the rounds (with the range
-    of the rounds' slopes); then each ``NAME`` over ``NAME@before``, the median of the
-    rounds' ratios, as bench/crawl's timed summary takes them."""
+    of the rounds' slopes); then each ``NAME`` over ``NAME@before`` as bench/crawl's timed
+    summary takes a ratio (crawl_summary.median_ratio): the median of the rounds' ratios,
+    or with no round shared the ratio of the medians."""
     out: list[dict[str, Any]] = []
     slopes_of: dict[str, dict[int, float]] = {}
-    for system in _unique(row["system"] for row in rows):
+    for system in unique(row["system"] for row in rows):
         mine = [row for row in rows if row["system"] == system]
         sizes = sorted({row["site_pages"] for row in mine})
         if len(sizes) < 2:
@@ -125,11 +127,8 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         before = slopes_of.get(f"{entry['system']}@before")
         if before is None:
             continue
-        mine = slopes_of[entry["system"]]
-        ratios = [mine[n] / before[n] for n in sorted(set(mine) & set(before))]
-        if ratios:
-            entry["vs_before"] = statistics.median(ratios)
-            entry["vs_before_rounds"] = ratios
+        ratio, rounds = median_ratio(slopes_of[entry["system"]], before)
+        entry["vs_before"], entry["vs_before_rounds"] = ratio, rounds
     return out
 
 
@@ -143,15 +142,10 @@ def lines(summary: list[dict[str, Any]]) -> list[str]:
             f" sites {small} and {large})"
         )
         if "vs_before" in entry:
-            spread = entry["vs_before_rounds"]
-            head += (
-                f"  {entry['vs_before']:.3f}x @before (rounds {min(spread):.3f}-{max(spread):.3f})"
-            )
+            head += f"  {entry['vs_before']:.3f}x @before"
+            if spread := entry["vs_before_rounds"]:
+                head += f" (rounds {min(spread):.3f}-{max(spread):.3f})"
         text.append(head)
         shown = list(entry["objects"].items())[:SHOWN_OBJECTS]
         text += [f"    {name:<40} {count:>12,.0f}" for name, count in shown]
     return text
-
-
-def _unique(values: Iterable[Any]) -> list[Any]:
-    return list(dict.fromkeys(values))

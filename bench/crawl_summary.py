@@ -26,7 +26,7 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     PostgreSQL server's CPU a page, where measured), then the targets' ratios and each
     ``NAME`` over ``NAME@before`` where both ran."""
     out: list[dict[str, Any]] = []
-    for size in _unique(row["site_pages"] for row in rows):
+    for size in unique(row["site_pages"] for row in rows):
         sized = [row for row in rows if row["site_pages"] == size]
         rates = _by_round(sized, "pages_per_s")
         cpu = _by_round(sized, "cpu_ms_per_page")
@@ -118,8 +118,8 @@ def _ratio(
 ) -> dict[str, Any]:
     """*system*'s pages/s over *against*'s, and by CPU: *against*'s CPU a page over
     *system*'s (above 1, *system* spends less), the figure other work moves least."""
-    ratio, rounds = _median_ratio(rates[system], rates[against])
-    by_cpu, _ = _median_ratio(costs[against], costs[system])
+    ratio, rounds = median_ratio(rates[system], rates[against])
+    by_cpu, _ = median_ratio(costs[against], costs[system])
     return {
         "system": system,
         "against": against,
@@ -130,7 +130,7 @@ def _ratio(
     }
 
 
-def _median_ratio(mine: dict[int, float], theirs: dict[int, float]) -> tuple[float, list[float]]:
+def median_ratio(mine: dict[int, float], theirs: dict[int, float]) -> tuple[float, list[float]]:
     """The median of the rounds' ratios, and those ratios; with no round shared, the ratio
     of the medians."""
     rounds = [mine[n] / theirs[n] for n in sorted(mine) if theirs.get(n)]
@@ -140,5 +140,5 @@ def _median_ratio(mine: dict[int, float], theirs: dict[int, float]) -> tuple[flo
     return (statistics.median(mine.values()) / whole if whole else 0.0), rounds
 
 
-def _unique(values: Iterable[Any]) -> list[Any]:
+def unique(values: Iterable[Any]) -> list[Any]:
     return list(dict.fromkeys(values))

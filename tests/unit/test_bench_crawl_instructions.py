@@ -22,8 +22,8 @@ def _load(name: str) -> Any:
     return module
 
 
+crawl_summary = _load("crawl_summary")  # first: the others import it
 instructions = _load("crawl_instructions")
-crawl_summary = _load("crawl_summary")
 crawl_bench = _load("crawl_bench")
 
 # Two objects with compressed names, a call whose inclusive cost (the line after calls=)
@@ -183,3 +183,34 @@ def test_the_before_rows_of_a_sqlite_system_may_be_counted(
 ) -> None:
     monkeypatch.setattr(crawl_bench.shutil, "which", lambda name: f"/usr/bin/{name}")
     crawl_bench._check_instructions(["trawl-sqlite@before", "trawl-sqlite"], [500, 2000])
+
+
+def test_before_without_a_round_in_common_is_compared_by_the_medians() -> None:
+    # As the timed summary does (crawl_summary.median_ratio), not left out.
+    rows = [
+        _row("trawl-sqlite@before", 500, 100, 100_000, 0),
+        _row("trawl-sqlite@before", 2000, 300, 300_000, 0),  # 1,000 a page
+        _row("trawl-sqlite", 500, 100, 100_000, 1),
+        _row("trawl-sqlite", 2000, 300, 260_000, 1),  # 800 a page
+    ]
+    entries = {e["system"]: e for e in instructions.summarize(rows)}
+    assert entries["trawl-sqlite"]["vs_before"] == pytest.approx(0.8)
+    assert entries["trawl-sqlite"]["vs_before_rounds"] == []
+    text = "\n".join(instructions.lines(instructions.summarize(rows)))
+    assert "0.800x @before" in text
+    assert "(rounds" not in text
+
+
+def test_a_crawl_callgrind_wrote_no_counts_for_stops_the_bench(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Site:
+        def terminate(self) -> None: ...
+
+        def wait(self) -> None: ...
+
+    monkeypatch.setattr(crawl_bench, "serve", lambda size: (Site(), {"main": "http://127.0.0.1:9"}))
+    finished = {"code": 0, "wall_s": 1.0, "pages": 10, "status": "FINISHED"}
+    monkeypatch.setattr(crawl_bench, "trawl", lambda *args, **kwargs: dict(finished))
+    with pytest.raises(SystemExit, match="trawl-sqlite: callgrind wrote no counts"):
+        crawl_bench.counted(500, ["trawl-sqlite"], tmp_path, None)
