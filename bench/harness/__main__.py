@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         return profile.main(chosen, plan)
     sizes = tuple(s for s in plan.claim_sizes if s < HUGE_SIZE or not args.no_10m)
+    environment.compile_trawl()
     started = time.monotonic()
     rows, errors = _run_all(plan, chosen, args.only, sizes)
     set_best_peer(rows)

@@ -24,6 +24,18 @@ _postgres: dict[str, Any] = {}
 LOAD_AT_START = os.getloadavg()  # other work on the machine makes figures noisy: say so
 
 
+def compile_trawl() -> None:
+    """Write trawl's bytecode before anything is timed, as installing a package does: a
+    development install (``pip install -e``) has none until an import writes it, and with
+    PYTHONDONTWRITEBYTECODE set no import does, so every `trawl` command timed here would
+    compile trawl's modules from source first, which a user's installed trawl never does."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", "-j", "0", str(REPO / "src")],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+
+
 def note_postgres(server: Server) -> None:
     """Record the server's settings; warn when durability is off (figures not comparable)."""
     settings = server.settings()

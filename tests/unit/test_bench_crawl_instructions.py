@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -214,3 +215,19 @@ def test_a_crawl_callgrind_wrote_no_counts_for_stops_the_bench(
     monkeypatch.setattr(crawl_bench, "trawl", lambda *args, **kwargs: dict(finished))
     with pytest.raises(SystemExit, match="trawl-sqlite: callgrind wrote no counts"):
         crawl_bench.counted(500, ["trawl-sqlite"], tmp_path, None)
+
+
+def test_the_checkout_measured_gets_its_bytecode_first_and_a_broken_one_stops_the_bench(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A development checkout has no bytecode, and with PYTHONDONTWRITEBYTECODE set every
+    crawl would compile trawl from source before its first request."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    package = tmp_path / "src" / "pkg"
+    package.mkdir(parents=True)
+    (package / "mod.py").write_text("X = 1\n")
+    crawl_bench.compiled(tmp_path)  # no .venv there: the bench's own python compiles it
+    assert list((package / "__pycache__").glob("mod.*.pyc"))
+    (package / "broken.py").write_text("def (:\n")
+    with pytest.raises(subprocess.CalledProcessError):
+        crawl_bench.compiled(tmp_path)
