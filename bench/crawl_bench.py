@@ -498,21 +498,6 @@ def _check_instructions(systems: list[str], sizes: list[int]) -> None:
         raise SystemExit("--instructions needs two site sizes at least (--sizes 500,2000)")
 
 
-def compiled(checkout: Path) -> None:
-    """Write the bytecode of *checkout*'s trawl, as installing a package does. A checkout
-    installed for development (``pip install -e``) has none until an import writes it,
-    and where PYTHONDONTWRITEBYTECODE is set no import does: every crawl then compiled
-    trawl's modules from source first (7 % of a 2,000-page crawl's instructions under
-    callgrind, 2026-12-07), which a user's installed trawl never does."""
-    python = checkout / ".venv" / "bin" / "python"
-    source = str(checkout / "src")
-    subprocess.run(
-        [str(python if python.exists() else PY), "-m", "compileall", "-q", "-j", "0", source],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
-
-
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -563,9 +548,11 @@ def main() -> int:
     if "wget" in systems and shutil.which("wget") is None:
         print("wget is missing (Debian: apt-get install -y wget): skipping it", file=sys.stderr)
         systems.remove("wget")
+    from harness.environment import compile_trawl
+
     for checkout in (ROOT, args.before):
         if checkout is not None:
-            compiled(checkout)
+            compile_trawl(checkout)
     work = Path(tempfile.mkdtemp(prefix="trawl-crawl-bench-"))
     load = os.getloadavg()  # at the start: what else the machine was doing
     rows = []

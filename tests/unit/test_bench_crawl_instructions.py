@@ -221,13 +221,17 @@ def test_the_checkout_measured_gets_its_bytecode_first_and_a_broken_one_stops_th
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A development checkout has no bytecode, and with PYTHONDONTWRITEBYTECODE set every
-    crawl would compile trawl from source before its first request."""
+    crawl would compile trawl from source before its first request (bench/crawl and
+    bench/run both call harness.environment.compile_trawl)."""
+    monkeypatch.syspath_prepend(str(_BENCH))
+    from harness.environment import compile_trawl
+
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     package = tmp_path / "src" / "pkg"
     package.mkdir(parents=True)
     (package / "mod.py").write_text("X = 1\n")
-    crawl_bench.compiled(tmp_path)  # no .venv there: the bench's own python compiles it
+    compile_trawl(tmp_path)  # no .venv there: the bench's own python compiles it
     assert list((package / "__pycache__").glob("mod.*.pyc"))
     (package / "broken.py").write_text("def (:\n")
     with pytest.raises(subprocess.CalledProcessError):
-        crawl_bench.compiled(tmp_path)
+        compile_trawl(tmp_path)
