@@ -214,7 +214,9 @@ class LocalBackend:
         self.url, self.owner, self.clock = url, owner, clock
         self._claim, self._tasks, self._connections = claim, list(tasks), connections
         self._on_store = on_store
-        self.thread = StoreThread(Store(url, clock=clock.now))
+        # A lane's statements each write a batch: their statement journals stay in memory
+        # (connection.TEMP_IN_MEMORY; prepare's task registration asks for files).
+        self.thread = StoreThread(Store(url, clock=clock.now, temp_in_memory=True))
         # On PostgreSQL a task's own short transactions (the crawler's politeness gate) get
         # a connection of their own: behind lane 0 they would wait for every commit's WAL
         # flush. SQLite has one writer whichever connection asks, so they share lane 0's.
@@ -251,7 +253,10 @@ class LocalBackend:
 
     def lanes(self) -> list[Lane]:
         self._extra = [
-            StoreThread(Store(self.url, clock=self.clock.now), name=f"trawl-db-lane{n}")
+            StoreThread(
+                Store(self.url, clock=self.clock.now, temp_in_memory=True),
+                name=f"trawl-db-lane{n}",
+            )
             for n in range(1, self._connections)
         ]
         for thread in self._extra:

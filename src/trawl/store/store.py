@@ -126,8 +126,15 @@ class Store:
     SQLAlchemy.
     """
 
-    def __init__(self, url: str, *, clock: Clock = time.time, cache_mib: int = CACHE_MIB) -> None:
-        self.db = Database(url, cache_mib=cache_mib)
+    def __init__(
+        self,
+        url: str,
+        *,
+        clock: Clock = time.time,
+        cache_mib: int = CACHE_MIB,
+        temp_in_memory: bool = False,
+    ) -> None:
+        self.db = Database(url, cache_mib=cache_mib, temp_in_memory=temp_in_memory)
         self.items = Items(self.db)
         self.results = Results(self.db)
         self.gates = Gates(self.db)
@@ -227,7 +234,7 @@ class Store:
         """Record the app's tasks, create their missing jobs; returns jobs re-queued by a
         version change, per task."""
         requeued: dict[str, int] = {}
-        with self.db.write():
+        with self.db.temp_on_disk(), self.db.write():
             now = self.clock()
             for info in infos:
                 count = self._register(info, now)
