@@ -14,11 +14,17 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trawl.model.records import AttemptResult, ClaimedJob
 from trawl.runtime.actor.spec import ActorInfo
 from trawl.runtime.plugins import hookimpl
+
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.metrics_core import Metric
 
 MULTIPROC = "PROMETHEUS_MULTIPROC_DIR"  # prometheus-client reads it when first imported
 # attempt durations from 5 ms to 10 minutes: fetches, scrapes, and slow exports
@@ -99,16 +105,48 @@ class ProcessMetrics:
 
 def serve(port: int, host: str = "127.0.0.1") -> None:
     """Expose this process's metrics (and, in multiprocess mode, its actors') on *port*."""
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import start_http_server
 
-    if os.environ.get(MULTIPROC):
-        from prometheus_client import multiprocess
-
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
-        start_http_server(port, addr=host, registry=registry)
+    directory = os.environ.get(MULTIPROC)
+    if directory:
+        start_http_server(port, addr=host, registry=actors_registry(directory))
     else:
         start_http_server(port, addr=host)
+
+
+def actors_registry(directory: str) -> CollectorRegistry:
+    """A registry serving the samples every process wrote to *directory*, added up."""
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry()
+    registry.register(_Samples(directory))
+    return registry
+
+
+class _Samples:
+    """prometheus-client's MultiProcessCollector, leaving out a sample file that is still
+    empty. The library creates a process's file before it sizes it, and reading it in that
+    instant fails the whole scrape (prometheus/client_python#1199): a scrape as an actor
+    started served a 500 instead of the metrics, and an actor killed in that instant (as the
+    orchestrator kills a stuck one) would leave the file empty, and every scrape failing,
+    for good. A sized file reads as zeros until its first sample: nothing to leave out."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = Path(directory)
+
+    def collect(self) -> Iterable[Metric]:
+        from prometheus_client import multiprocess
+
+        files = [str(f) for f in sorted(self.directory.glob("*.db")) if _size(f) > 0]
+        metrics: Iterable[Metric] = multiprocess.MultiProcessCollector.merge(files)  # type: ignore[no-untyped-call]
+        return metrics
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:  # a live gauge's file, removed as its process died
+        return 0
 
 
 def multiprocess_dir() -> Path:
