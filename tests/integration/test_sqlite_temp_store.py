@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from tests.integration.helpers import task
+from trawl.model.errors import DatabaseUnavailable
 from trawl.runtime.backend import LocalBackend, LocalLane
 from trawl.runtime.clock import WorkerClock
 from trawl.store.connection import Database
@@ -58,6 +59,20 @@ def test_temporary_storage_goes_back_to_memory_when_the_block_fails(sqlite_url: 
     with Store(sqlite_url, temp_in_memory=True) as store:
         with pytest.raises(ValueError, match="boom"):
             fail_on_disk(store)
+        assert store.db.execute(TEMP_STORE).scalar_one() == MEMORY
+
+
+def test_a_connection_lost_in_the_block_leaves_the_place_to_the_next_one(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreachable() -> Any:
+        raise DatabaseUnavailable("cannot reach the database: gone")
+
+    with Store(sqlite_url, temp_in_memory=True) as store:
+        with monkeypatch.context() as patch, store.db.temp_on_disk():
+            store.db.reset()  # the connection dropped mid-block, and none can be had now
+            patch.setattr(store.db, "_connect", unreachable)
+        # The block ended without the restore's failure; a new connection sets its own.
         assert store.db.execute(TEMP_STORE).scalar_one() == MEMORY
 
 
