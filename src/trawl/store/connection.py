@@ -55,7 +55,7 @@ SMALL_CACHE_MIB = 4
 # that the statement alone can be undone (every multi-row insert of a transaction that
 # writes more than one statement needs it). Past 64 KiB SQLite spills it to a new file in
 # /var/tmp, created and deleted every transaction: a 20,000-page crawl's commits wrote
-# 594 MB to 1,688 such files, 241,589 pwrite calls, more than the WAL itself. In memory
+# 594 MB to 1,688 such files in 251,634 pwrite calls, more bytes than the WAL. In memory
 # (temp_store=MEMORY) it costs a worker's connection at most what one statement of a batch
 # changes; work that may change a whole table asks for the file (Database.temp_on_disk).
 TEMP_IN_MEMORY = "PRAGMA temp_store=MEMORY"
