@@ -1,0 +1,1 @@
+"""Trust boundaries: each test is an attack that got through once (docs/security.md)."""
