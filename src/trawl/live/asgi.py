@@ -26,6 +26,8 @@ from trawl.live.session import Session
 
 log = logging.getLogger(__name__)
 
+# Actions the node itself sends to actors; never accepted in a frame from a client.
+SYSTEM_ACTIONS = frozenset({"sentinel"})
 SLOWED_WARNING_EVERY = 10.0  # seconds between warnings that a session's frames are slowed
 
 Scope = dict[str, Any]
@@ -286,6 +288,10 @@ async def _dispatch(
             frame = framing.inbound(text)
             if isinstance(frame, Answer) and frame.conv not in queries:
                 raise BadFrame(f"no query {frame.conv!r} is waiting")
+            if not isinstance(frame, Answer) and frame.action in SYSTEM_ACTIONS:
+                # A sentinel is the node's word that a watched actor ended; a client forging
+                # one would make a session believe its peers crashed (issue 56.12).
+                raise BadFrame(f"{frame.action!r} is a system action, not a client's")
         except BadFrame as error:
             node.stats["bad_frames"] += 1
             await socket.send(framing.failure(None, "BadFrame", str(error)[:500]))
