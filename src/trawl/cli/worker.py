@@ -164,6 +164,14 @@ def worker(
     running what it holds through a dropped connection, reconnecting with backoff.
     """
     progress.configure_logging(log_level)
+    if token and ctx.get_parameter_source("token") is click.core.ParameterSource.COMMANDLINE:
+        # Kept for scripts that pass it, but argv is readable by every user of the machine
+        # through ps and /proc (issue 56.15).
+        click.echo(
+            "warning: --token puts the secret in the process list, where any user of this "
+            "machine can read it; set TRAWL_PIPELINE_TOKEN instead",
+            err=True,
+        )
     remote = _remote(server, pipeline_id, token, connections=connections, dry_run=dry_run)
     app = load_app(_app_spec(app_spec, crawling))
     if crawling and remote is not None:

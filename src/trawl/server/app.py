@@ -14,6 +14,7 @@ from litestar.openapi.spec import Components, SecurityScheme
 from trawl.runtime import dbmetrics
 from trawl.server import auth, openapi, problems
 from trawl.server.dashboard import Dashboard
+from trawl.server.headers import security_headers
 from trawl.server.live import Live, load_sessions
 from trawl.server.pipelines.session import WATCH_EVERY
 from trawl.server.routes import crawls, failures, items, journal, meta, pipelines, tasks
@@ -85,6 +86,7 @@ def create_app(
             "feed": provide(dashboard.feed),
         },
         guards=[auth.guard],
+        before_send=[security_headers],
         # by status too: a path no route matches (404, 405) is answered before the app's
         # exception handlers run unless they name its status
         exception_handlers={404: problems.handle, 405: problems.handle, Exception: problems.handle},
