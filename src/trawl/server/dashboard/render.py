@@ -16,6 +16,7 @@ HTML = "text/html; charset=utf-8"
 NONE = "\u2013"  # an en dash: no value
 # Pages are never cached: they show live state, and a shared cache must not keep a
 # signed-in page. Frames are refused: no other site may put actions under a user's click.
+# (nosniff is on every response of the server: trawl.server.headers.)
 HEADERS = {
     "Cache-Control": "no-store",
     "X-Frame-Options": "DENY",
@@ -24,7 +25,6 @@ HEADERS = {
         " frame-ancestors 'none'; form-action 'self'"
     ),
     "Referrer-Policy": "same-origin",
-    "X-Content-Type-Options": "nosniff",
 }
 
 
